@@ -1,0 +1,28 @@
+"""Raw CDP: one websocket per browser, flattened sessions, a Chromium launcher and a lease pool."""
+
+from cdp.browser import Browser
+from cdp.connection import Connection
+from cdp.errors import (
+    BrowserGone,
+    CDPError,
+    CDPException,
+    CDPTimeout,
+    ChromeLaunchError,
+    ChromeNotFound,
+    NavigationError,
+    PoolClosed,
+    TargetClosed,
+    TargetCrashed,
+)
+from cdp.launcher import find_chrome, launch_chrome, process_tree
+from cdp.lease import Lease
+from cdp.page import EvaluationError, Page
+from cdp.pool import BrowserPool, PoolConfig, PoolStats
+from cdp.session import CDPSession
+
+__all__ = [
+    "Browser", "BrowserGone", "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout",
+    "ChromeLaunchError", "ChromeNotFound", "Connection", "EvaluationError", "Lease", "NavigationError",
+    "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "find_chrome",
+    "launch_chrome", "process_tree",
+]

@@ -1,0 +1,250 @@
+"""Find, launch and reliably kill a headless Chromium.
+
+Chrome runs in its own process group so that one ``killpg`` takes every zygote and renderer with
+it; the port is chosen by Chrome (``--remote-debugging-port=0``) and read back from
+``DevToolsActivePort``, so parallel launches never race for a port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cdp.errors import ChromeLaunchError, ChromeNotFound
+
+log = logging.getLogger("browserd.cdp")
+
+CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+HEADLESS_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--window-size=1280,1100",
+)
+
+
+def find_chrome(explicit: str | None = None) -> str:
+    """The Chrome binary to run: ``explicit`` (BROWSERD_CHROME_PATH) if given, else the first on PATH."""
+    if explicit:
+        path = shutil.which(explicit)
+        if path is None:
+            raise ChromeNotFound(
+                f"BROWSERD_CHROME_PATH={explicit!r} is not an executable file; "
+                "point it at a Chrome/Chromium binary or unset it to search PATH"
+            )
+        return path
+    for name in CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path
+    raise ChromeNotFound(
+        "no Chrome found: looked for " + ", ".join(CANDIDATES) + " on PATH. "
+        "Install Debian's 'chromium' package (apt-get install chromium) or set BROWSERD_CHROME_PATH"
+    )
+
+
+@dataclass
+class ChromeProcess:
+    """A launched Chrome: its process, profile directory and DevTools endpoint."""
+
+    proc: asyncio.subprocess.Process
+    user_data_dir: Path
+    ws_url: str
+    port: int
+    stderr_path: Path
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None
+
+    def stderr_tail(self, lines: int = 15) -> str:
+        return _tail(self.stderr_path, lines)
+
+    async def kill(self, grace: float = 2.0) -> None:
+        """Stop Chrome and every child, then delete the profile. Safe to call twice."""
+        if self.proc.returncode is None:
+            _signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), grace)
+            except asyncio.TimeoutError:
+                pass
+        # Children can outlive the parent for a moment; the group kill catches them all.
+        leftovers = _signal_group(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            await self.proc.wait()
+        await _wait_gone(leftovers, timeout=3.0)
+        await asyncio.to_thread(_remove_tree, self.user_data_dir)
+
+
+async def launch_chrome(
+    executable: str | None = None,
+    *,
+    extra_args: list[str] | tuple[str, ...] = (),
+    timeout: float = 20.0,
+) -> ChromeProcess:
+    """Start headless Chrome with a fresh profile and wait until its DevTools port is open."""
+    binary = find_chrome(executable)
+    profile = Path(tempfile.mkdtemp(prefix="browserd-chrome-"))
+    stderr_path = profile.parent / (profile.name + ".stderr")
+    args = [
+        binary,
+        *HEADLESS_FLAGS,
+        f"--user-data-dir={profile}",
+        "--remote-debugging-port=0",
+        "--remote-debugging-address=127.0.0.1",
+        *extra_args,
+        "about:blank",
+    ]
+    stderr = open(stderr_path, "wb")  # a file, not a pipe: a chatty Chrome must never block on it
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        stderr.close()
+        await asyncio.to_thread(_remove_tree, profile)
+        raise ChromeLaunchError(f"cannot execute {binary}: {exc}") from exc
+    finally:
+        if not stderr.closed:
+            stderr.close()
+    chrome = ChromeProcess(proc, profile, "", 0, stderr_path)
+    try:
+        chrome.port, chrome.ws_url = await _wait_for_port(chrome, timeout)
+    except BaseException:
+        await chrome.kill(grace=0.5)
+        raise
+    log.debug("launched chrome pid=%s port=%s", proc.pid, chrome.port)
+    return chrome
+
+
+async def _wait_for_port(chrome: ChromeProcess, timeout: float) -> tuple[int, str]:
+    marker = chrome.user_data_dir / "DevToolsActivePort"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if chrome.proc.returncode is not None:
+            raise ChromeLaunchError(
+                f"chrome exited with code {chrome.proc.returncode} before opening its DevTools port",
+                chrome.stderr_tail(),
+            )
+        try:
+            lines = marker.read_text().splitlines()
+        except FileNotFoundError:
+            lines = []
+        if len(lines) >= 2 and lines[0].strip().isdigit():
+            port = int(lines[0])
+            return port, f"ws://127.0.0.1:{port}{lines[1].strip()}"
+        await asyncio.sleep(0.01)
+    raise ChromeLaunchError(f"chrome did not open its DevTools port within {timeout:g}s", chrome.stderr_tail())
+
+
+def process_tree(root_pid: int) -> list[int]:
+    """``root_pid`` and all of its descendants, read from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    tree, stack = [], [root_pid]
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(children.get(pid, ()))
+    return tree
+
+
+def tree_memory_bytes(root_pid: int) -> int:
+    """Proportional set size of a process and its descendants.
+
+    PSS, not RSS: Chrome's processes share most of their pages, and summing RSS counts those
+    pages once per process, several times the real footprint.
+    """
+    total = 0
+    for pid in process_tree(root_pid):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> list[int]:
+    """Signal the group and every descendant (some may have left the group); returns the pids."""
+    targets = process_tree(pid)
+    for target in targets:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+    return targets
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+async def _wait_gone(pids: list[int], timeout: float) -> None:
+    """Return once every pid has exited, so callers can rely on a clean process table."""
+    deadline = time.monotonic() + timeout
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        text = path.read_bytes()[-8192:].decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    stderr = path.parent / (path.name + ".stderr")
+    with contextlib.suppress(FileNotFoundError):
+        stderr.unlink()

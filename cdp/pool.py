@@ -1,0 +1,397 @@
+"""A pool of browsers serving isolated-context leases.
+
+Each browser keeps a few contexts with a blank page ready, so a lease costs a queue pop, not a
+renderer start. Browsers are recycled gracefully after ``max_leases`` or when their process tree
+grows past ``max_memory_mb``: they stop taking leases, a replacement starts at once, and they are
+closed when their last lease ends. A browser that dies is noticed by its connection's close
+callback (not by polling), removed and replaced; its leases fail with ``BrowserGone``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cdp.browser import Browser
+from cdp.errors import BrowserGone, CDPException, PoolClosed
+from cdp.lease import Lease
+from cdp.page import Page
+
+log = logging.getLogger("browserd.pool")
+
+SlotState = Literal["starting", "ready", "draining"]
+Listener = Callable[..., None]
+
+
+@dataclass
+class PoolConfig:
+    """What a pool needs from ``config.Settings`` (kept separate so cdp does not import config)."""
+
+    browsers: int = 1
+    warm: int = 2
+    max_leases: int = 200
+    max_memory_mb: int = 2048
+    health_interval: float = 2.0
+    chrome_path: str | None = None
+    chrome_args: list[str] = field(default_factory=list)
+    cdp_urls: list[str] = field(default_factory=list)
+    launch_timeout: float = 20.0
+    cdp_timeout: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> PoolConfig:
+        return cls(
+            browsers=len(settings.cdp_urls) or settings.pool_browsers,
+            warm=settings.pool_warm,
+            max_leases=settings.pool_max_leases,
+            max_memory_mb=settings.pool_max_memory_mb,
+            health_interval=settings.pool_health_interval,
+            chrome_path=settings.chrome_path,
+            chrome_args=list(settings.chrome_args),
+            cdp_urls=list(settings.cdp_urls),
+            launch_timeout=settings.launch_timeout,
+            cdp_timeout=settings.cdp_timeout,
+        )
+
+
+@dataclass
+class PoolStats:
+    """Health numbers, read by the metrics exporter at scrape time."""
+
+    browsers: dict[str, int]
+    leases_in_use: int
+    leases_served: int
+    crashes: int
+    recycles: dict[str, int]
+    lease_wait_seconds_total: float
+    warm_contexts: int
+
+
+class _Slot:
+    """One browser's place in the pool."""
+
+    def __init__(self, index: int, endpoint: str | None) -> None:
+        self.index = index
+        self.endpoint = endpoint  # set when attaching to a running browser
+        self.browser: Browser | None = None
+        self.state: SlotState = "starting"
+        self.served = 0
+        self.active: set[Lease] = set()
+        self.warm: deque[tuple[str, Page]] = deque()
+        self.filling = 0
+        self.retiring = False
+        self.wake = asyncio.Event()
+        self.refill_task: asyncio.Task[None] | None = None
+
+
+class BrowserPool:
+    """``async with BrowserPool(cfg) as pool: async with pool.lease() as lease: ...``"""
+
+    def __init__(self, config: PoolConfig | None = None) -> None:
+        self.config = config or PoolConfig()
+        self._slots: list[_Slot] = []
+        self._next_index = 0
+        self._changed = asyncio.Condition()
+        self._closed = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._listeners: list[Listener] = []
+        self._served = 0
+        self._crashes = 0
+        self._recycles: dict[str, int] = {}
+        self._wait_total = 0.0
+        self._health: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> BrowserPool:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def add_listener(self, listener: Listener) -> None:
+        """``listener(event, **data)`` for ``lease`` (wait_seconds), ``crash`` and ``recycle`` (reason)."""
+        self._listeners.append(listener)
+
+    def _emit(self, event: str, **data: Any) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event, **data)
+            except Exception:
+                log.exception("pool listener failed")
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start (or attach to) every browser; raises if none can be started."""
+        endpoints: list[str | None] = list(self.config.cdp_urls) or [None] * self.config.browsers
+        slots = [self._new_slot(ep) for ep in endpoints]
+        results = await asyncio.gather(*(self._boot(s) for s in slots), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if len(errors) == len(slots):
+            await self.close()
+            raise errors[0]
+        self._health = asyncio.get_running_loop().create_task(self._health_loop(), name="pool-health")
+
+    async def close(self) -> None:
+        """Stop every browser we launched; pending acquirers get ``PoolClosed``."""
+        self._closed = True
+        async with self._changed:
+            self._changed.notify_all()
+        if self._health:
+            self._health.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(self._retire(s) for s in list(self._slots)), return_exceptions=True)
+        if self._health:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._health
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _new_slot(self, endpoint: str | None) -> _Slot:
+        slot = _Slot(self._next_index, endpoint)
+        self._next_index += 1
+        self._slots.append(slot)
+        return slot
+
+    async def _boot(self, slot: _Slot) -> None:
+        cfg = self.config
+        try:
+            if slot.endpoint:
+                browser = await Browser.connect(slot.endpoint, cdp_timeout=cfg.cdp_timeout)
+            else:
+                browser = await Browser.launch(
+                    cfg.chrome_path, extra_args=cfg.chrome_args, timeout=cfg.launch_timeout, cdp_timeout=cfg.cdp_timeout
+                )
+        except BaseException:
+            self._slots.remove(slot)
+            raise
+        if self._closed:
+            await browser.close()
+            return
+        slot.browser = browser
+        slot.state = "ready"
+        browser.on_gone(lambda err, s=slot: self._on_gone(s, err))
+        slot.refill_task = asyncio.get_running_loop().create_task(self._refill(slot), name=f"pool-refill-{slot.index}")
+        await self._notify()
+        log.info("browser %s ready (pid=%s)", slot.index, browser.pid)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # --- leasing ---------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lease(self, timeout: float = 60.0) -> AsyncIterator[Lease]:
+        lease = await self.acquire(timeout)
+        try:
+            yield lease
+        finally:
+            await self.release(lease)
+
+    async def acquire(self, timeout: float = 60.0) -> Lease:
+        """A fresh isolated context with one blank page; waits while no browser is ready."""
+        started = time.monotonic()
+        deadline = started + timeout
+        while True:
+            slot = await self._ready_slot(deadline)
+            try:
+                lease = await self._take(slot)
+                break
+            except (BrowserGone, CDPException) as exc:
+                if not (slot.browser and slot.browser.alive):
+                    continue  # the browser died under us; the next ready one will do
+                raise exc
+        lease.wait_seconds = time.monotonic() - started
+        self._wait_total += lease.wait_seconds
+        self._emit("lease", wait_seconds=lease.wait_seconds)
+        return lease
+
+    async def _ready_slot(self, deadline: float) -> _Slot:
+        async with self._changed:
+            while True:
+                if self._closed:
+                    raise PoolClosed("the browser pool is closed")
+                ready = [s for s in self._slots if s.state == "ready" and s.browser and s.browser.alive]
+                if ready:
+                    return min(ready, key=lambda s: (not s.warm, len(s.active)))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("no browser became ready in time for a lease")
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await self._changed.wait()
+
+    async def _take(self, slot: _Slot) -> Lease:
+        browser = slot.browser
+        assert browser is not None
+        context_id, page = None, None
+        while slot.warm:
+            context_id, page = slot.warm.popleft()
+            if page.session.failure is None:
+                break
+            self._spawn(browser.dispose_context(context_id), "pool-dispose")
+            context_id, page = None, None
+        if page is None:
+            context_id, page = await self._open_context(browser)
+        assert context_id is not None
+        lease = Lease(browser, context_id, page, browser_index=slot.index)
+        slot.active.add(lease)
+        slot.served += 1
+        self._served += 1
+        slot.wake.set()
+        if slot.served >= self.config.max_leases and slot.state == "ready":
+            self._drain(slot, "max_leases")
+        return lease
+
+    @staticmethod
+    async def _open_context(browser: Browser) -> tuple[str, Page]:
+        context_id = await browser.new_context()
+        try:
+            return context_id, await browser.new_page(context_id)
+        except BaseException:
+            await browser.dispose_context(context_id)
+            raise
+
+    async def release(self, lease: Lease) -> None:
+        """End a lease: its context (cookies, storage, cache, tabs) is disposed."""
+        if lease.released:
+            return
+        lease.released = True
+        slot = next((s for s in self._slots if lease in s.active), None)
+        if slot is not None:
+            slot.active.discard(lease)
+            if slot.state == "draining" and not slot.active:
+                self._spawn(self._retire(slot), "pool-retire")
+        self._spawn(lease._dispose(), "pool-dispose")
+
+    async def _refill(self, slot: _Slot) -> None:
+        """Keep ``warm`` ready contexts in this browser, opened concurrently; woken after every lease."""
+        browser = slot.browser
+        assert browser is not None
+        while slot.state == "ready" and not self._closed:
+            missing = self.config.warm - len(slot.warm)
+            if missing <= 0:
+                slot.wake.clear()
+                await slot.wake.wait()
+                continue
+            opened = await asyncio.gather(*(self._open_context(browser) for _ in range(missing)), return_exceptions=True)
+            for result in opened:
+                if isinstance(result, BaseException):
+                    if not isinstance(result, CDPException):
+                        raise result
+                    if browser.alive:
+                        log.warning("warm context failed on browser %s: %s", slot.index, result)
+                elif slot.state == "ready":
+                    slot.warm.append(result)
+                else:
+                    self._spawn(browser.dispose_context(result[0]), "pool-dispose")
+            if not browser.alive:
+                return
+            if any(isinstance(r, BaseException) for r in opened):
+                await asyncio.sleep(0.5)
+            await self._notify()
+
+    # --- recycling and faults --------------------------------------------------------------
+
+    def _drain(self, slot: _Slot, reason: str) -> None:
+        """Stop giving this browser leases; replace it now and close it when its leases end."""
+        if slot.state != "ready":
+            return
+        slot.state = "draining"
+        self._recycles[reason] = self._recycles.get(reason, 0) + 1
+        self._emit("recycle", reason=reason)
+        log.info("recycling browser %s (%s)", slot.index, reason)
+        slot.wake.set()
+        self._replace(slot)
+        if not slot.active:
+            self._spawn(self._retire(slot), "pool-retire")
+
+    def _replace(self, old: _Slot) -> None:
+        if self._closed:
+            return
+        self._spawn(self._boot_with_retry(self._new_slot(old.endpoint)), "pool-boot")
+
+    async def _boot_with_retry(self, slot: _Slot) -> None:
+        for attempt in range(1, 1_000_000):
+            try:
+                await self._boot(slot)
+                return
+            except CDPException as exc:
+                log.error("browser start failed (attempt %s): %s", attempt, exc)
+                if self._closed:
+                    return
+                await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
+                self._slots.append(slot)
+
+    def _on_gone(self, slot: _Slot, error: BrowserGone) -> None:
+        if slot.retiring or self._closed:
+            return
+        self._crashes += 1
+        self._emit("crash")
+        log.warning("browser %s gone: %s", slot.index, error.reason)
+        was_draining = slot.state == "draining"
+        slot.state = "draining"
+        slot.retiring = True
+        if slot in self._slots:
+            self._slots.remove(slot)
+        slot.wake.set()
+        if not was_draining:
+            self._replace(slot)
+        self._spawn(self._close_browser(slot), "pool-close-dead")
+
+    async def _retire(self, slot: _Slot) -> None:
+        slot.retiring = True
+        if slot in self._slots:
+            self._slots.remove(slot)
+        await self._close_browser(slot)
+
+    async def _close_browser(self, slot: _Slot) -> None:
+        slot.state = "draining"
+        slot.wake.set()
+        if slot.refill_task:
+            slot.refill_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await slot.refill_task
+        slot.warm.clear()
+        if slot.browser is not None:
+            await slot.browser.close()
+
+    async def _health_loop(self) -> None:
+        limit = self.config.max_memory_mb * 1024 * 1024
+        while not self._closed:
+            await asyncio.sleep(self.config.health_interval)
+            for slot in [s for s in self._slots if s.state == "ready" and s.browser]:
+                used = await asyncio.to_thread(slot.browser.memory_bytes)  # type: ignore[union-attr]
+                if used is not None and used > limit:
+                    self._drain(slot, "memory")
+
+    # --- numbers ---------------------------------------------------------------------------
+
+    def stats(self) -> PoolStats:
+        states = {"starting": 0, "ready": 0, "draining": 0}
+        for slot in self._slots:
+            states[slot.state] += 1
+        return PoolStats(
+            browsers=states,
+            leases_in_use=sum(len(s.active) for s in self._slots),
+            leases_served=self._served,
+            crashes=self._crashes,
+            recycles=dict(self._recycles),
+            lease_wait_seconds_total=self._wait_total,
+            warm_contexts=sum(len(s.warm) for s in self._slots),
+        )
+
+    def browser_pids(self) -> list[int]:
+        return [s.browser.pid for s in self._slots if s.browser and s.browser.pid]

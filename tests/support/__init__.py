@@ -1,0 +1,1 @@
+"""Real helpers for the tests: static HTTP servers, process-table checks."""
