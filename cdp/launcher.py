@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdp.errors import ChromeLaunchError, ChromeNotFound
 
 log = logging.getLogger("browserd.cdp")
+
+_PR_SET_PDEATHSIG = 1
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -109,8 +114,14 @@ async def launch_chrome(
     *,
     extra_args: list[str] | tuple[str, ...] = (),
     timeout: float = 20.0,
+    die_with_parent: bool = True,
 ) -> ChromeProcess:
-    """Start headless Chrome with a fresh profile and wait until its DevTools port is open."""
+    """Start headless Chrome with a fresh profile and wait until its DevTools port is open.
+
+    ``die_with_parent``: Chrome gets SIGKILL when the thread that launched it dies (Linux
+    ``PR_SET_PDEATHSIG``), so a worker killed with SIGKILL leaves no browser behind; Chrome's own
+    children exit when their browser process goes. Its own session keeps it out of our signals.
+    """
     binary = find_chrome(executable)
     profile = Path(tempfile.mkdtemp(prefix="browserd-chrome-"))
     stderr_path = profile.parent / (profile.name + ".stderr")
@@ -131,6 +142,7 @@ async def launch_chrome(
             stdout=asyncio.subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
+            preexec_fn=_pdeathsig_preexec() if die_with_parent else None,
         )
     except OSError as exc:
         stderr.close()
@@ -218,6 +230,24 @@ def _signal_group(pid: int, sig: signal.Signals) -> list[int]:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
     return targets
+
+
+def _pdeathsig_preexec() -> Callable[[], None] | None:
+    """A pre-exec hook asking the kernel to SIGKILL the child when its parent dies (Linux only).
+
+    libc and ``prctl`` are resolved here, before the fork, so the child only makes one C call.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return preexec
 
 
 def _running(pid: int) -> bool:
