@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from cdp.errors import BrowserGone, CDPException
+from cdp.errors import BrowserGone, CDPError, CDPException, TargetClosed
 from cdp.page import Page
 
 if TYPE_CHECKING:
@@ -54,7 +54,11 @@ class Lease:
                     self._pages.pop(target_id)
         for info in infos:
             if info["targetId"] not in self._pages:
-                self._pages[info["targetId"]] = await self.browser.attach_page(info["targetId"], self.context_id)
+                try:
+                    self._pages[info["targetId"]] = await self.browser.attach_page(info["targetId"], self.context_id)
+                except (TargetClosed, CDPError):
+                    continue  # the tab closed while we attached
+
         if self._current.target_id not in self._pages and self._pages:
             self._current = next(iter(self._pages.values()))
         return list(self._pages.values())

@@ -7,7 +7,7 @@ import base64
 import logging
 from typing import Any, Literal
 
-from cdp.errors import CDPError, NavigationError
+from cdp.errors import CDPException, NavigationError
 from cdp.session import CDPSession
 
 log = logging.getLogger("browserd.cdp")
@@ -189,13 +189,20 @@ class Page:
         await self.session.send("Page.bringToFront")
 
     async def close(self) -> None:
+        """Close the tab and wait until Chrome reports it destroyed, so tab lists agree at once."""
         root = self.session.parent
         if root is None or self.session.failure is not None:
             return
+        gone = asyncio.ensure_future(
+            root.wait_for("Target.targetDestroyed", lambda p: p.get("targetId") == self.target_id, timeout=5)
+        )
         try:
             await root.send("Target.closeTarget", {"targetId": self.target_id}, timeout=5)
-        except CDPError:
-            pass  # already closed
+            await gone
+        except CDPException:
+            pass  # already closed, or the browser is going away
+        finally:
+            gone.cancel()
 
 
 async def _auto_attach(session: CDPSession) -> None:

@@ -84,7 +84,7 @@ class _Slot:
         self.served = 0
         self.active: set[Lease] = set()
         self.warm: deque[tuple[str, Page]] = deque()
-        self.filling = 0
+        self.reserved = 0  # acquirers between choosing this slot and holding their lease
         self.retiring = False
         self.wake = asyncio.Event()
         self.refill_task: asyncio.Task[None] | None = None
@@ -209,10 +209,12 @@ class BrowserPool:
             try:
                 lease = await self._take(slot)
                 break
-            except (BrowserGone, CDPException) as exc:
+            except CDPException:
                 if not (slot.browser and slot.browser.alive):
                     continue  # the browser died under us; the next ready one will do
-                raise exc
+                raise
+            finally:
+                slot.reserved -= 1
         lease.wait_seconds = time.monotonic() - started
         self._wait_total += lease.wait_seconds
         self._emit("lease", wait_seconds=lease.wait_seconds)
@@ -225,7 +227,9 @@ class BrowserPool:
                     raise PoolClosed("the browser pool is closed")
                 ready = [s for s in self._slots if s.state == "ready" and s.browser and s.browser.alive]
                 if ready:
-                    return min(ready, key=lambda s: (not s.warm, len(s.active)))
+                    slot = min(ready, key=lambda s: (len(s.active) + s.reserved - len(s.warm), s.index))
+                    slot.reserved += 1  # count us now, so concurrent acquirers spread out
+                    return slot
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError("no browser became ready in time for a lease")

@@ -1,0 +1,162 @@
+"""The CDP connection, launcher and page helpers against a real headless Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import time
+
+import pytest
+
+from cdp import (
+    Browser,
+    BrowserGone,
+    BrowserPool,
+    CDPError,
+    CDPTimeout,
+    ChromeLaunchError,
+    ChromeNotFound,
+    EvaluationError,
+    PoolConfig,
+    find_chrome,
+)
+from tests.support.procs import chrome_pids
+
+
+async def test_launch_and_close_leaves_no_process_behind(site):
+    browser = await Browser.launch()
+    pids = chrome_pids()
+    assert browser.pid in pids and len(pids) > 1  # the browser and its zygotes/renderers
+    profile = browser.process.user_data_dir
+    await browser.close()
+    assert not (chrome_pids() & pids)
+    assert not profile.exists(), "the temporary profile must be deleted"
+
+
+async def test_missing_chrome_binary_gives_a_clear_error(monkeypatch):
+    with pytest.raises(ChromeNotFound, match="BROWSERD_CHROME_PATH"):
+        find_chrome("/nonexistent/chrome")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ChromeNotFound, match="apt-get install chromium"):
+        find_chrome(None)
+
+
+async def test_chrome_that_fails_to_start_reports_its_stderr(tmp_path):
+    fake = tmp_path / "fake-chrome"
+    fake.write_text("#!/bin/sh\necho 'cannot open display: simulated failure' >&2\nexit 3\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    with pytest.raises(ChromeLaunchError, match="simulated failure") as info:
+        await Browser.launch(str(fake), timeout=5)
+    assert "exited with code 3" in str(info.value)
+
+
+async def test_goto_evaluate_title_screenshot(pool, site):
+    async with pool.lease() as lease:
+        page = lease.page
+        await page.goto(site.url("cdp/basic.html"))
+        assert await page.title() == "Basic page"
+        assert await page.url() == site.url("cdp/basic.html")
+        assert await page.evaluate("document.body.dataset.ready") == "yes"
+        assert await page.evaluate("Promise.resolve(6 * 7)") == 42
+        with pytest.raises(EvaluationError, match="boom"):
+            await page.evaluate("(() => { throw new Error('boom') })()")
+        png = await page.screenshot()
+        assert png.startswith(b"\x89PNG") and len(png) > 1000
+
+
+async def test_goto_network_idle_waits_for_late_requests(pool, site):
+    async with pool.lease() as lease:
+        page = lease.page
+        await page.goto(site.url("cdp/slow.html"), wait_until="networkidle")
+        assert await page.evaluate("document.images.length") == 1
+
+
+async def test_protocol_error_is_typed(pool):
+    async with pool.lease() as lease:
+        with pytest.raises(CDPError) as info:
+            await lease.page.session.send("No.suchMethod")
+        assert info.value.method == "No.suchMethod" and info.value.code == -32601
+
+
+async def test_command_timeout_raises_cdp_timeout(pool):
+    async with pool.lease() as lease:
+        page = lease.page
+        started = time.monotonic()
+        with pytest.raises(CDPTimeout) as info:
+            # A promise that never settles keeps Runtime.evaluate from answering.
+            await page.evaluate("new Promise(() => {})", timeout=0.5)
+        assert info.value.method == "Runtime.evaluate"
+        assert time.monotonic() - started < 5
+        assert await page.evaluate("1 + 1") == 2  # the connection is still healthy
+
+
+async def test_events_and_wait_for(pool, site):
+    async with pool.lease() as lease:
+        page = lease.page
+        seen: list[str] = []
+        off = page.session.on("Page.frameNavigated", lambda p: seen.append(p["frame"]["url"]))
+        waiter = asyncio.ensure_future(
+            page.session.wait_for("Page.loadEventFired", timeout=10)
+        )
+        await page.session.send("Page.navigate", {"url": site.url("cdp/basic.html")})
+        assert "timestamp" in await waiter
+        off()
+        assert seen == [site.url("cdp/basic.html")]
+
+
+async def test_tabs_opened_by_the_page_are_found(pool, site):
+    async with pool.lease() as lease:
+        await lease.page.goto(site.url("cdp/basic.html"))
+        known = {p.target_id for p in await lease.pages()}
+        # A user's click (a gesture), not a script's, or Chrome blocks the popup.
+        await lease.page.session.send(
+            "Runtime.evaluate", {"expression": "document.getElementById('popup').click()", "userGesture": True}
+        )
+        popup = await lease.wait_for_new_page(known, timeout=10)
+        assert popup is not None
+        await popup.wait_for_lifecycle("load", timeout=10)
+        assert (await popup.url()).endswith("basic.html?tab=2")
+        assert len(await lease.pages()) == 2
+        await lease.switch_to(popup)
+        assert lease.page is popup
+        await lease.close_page(popup)
+        assert len(await lease.pages()) == 1
+
+
+async def test_very_large_reply(pool):
+    async with pool.lease() as lease:
+        size = 40 * 1024 * 1024
+        value = await lease.page.evaluate(f"'x'.repeat({size})", timeout=60)
+        assert len(value) == size
+
+
+async def test_attach_to_a_running_browser_by_http_endpoint():
+    owner = await Browser.launch()
+    try:
+        pool = BrowserPool(PoolConfig(cdp_urls=[f"http://127.0.0.1:{owner.process.port}"], warm=1))
+        async with pool:
+            async with pool.lease() as lease:
+                assert await lease.page.evaluate("navigator.userAgent")
+        assert owner.alive, "detaching must not close a browser we did not launch"
+    finally:
+        await owner.close()
+
+
+async def test_browser_killed_fails_pending_calls_at_once():
+    browser = await Browser.launch()
+    try:
+        context = await browser.new_context()
+        page = await browser.new_page(context)
+        pending = asyncio.ensure_future(page.evaluate("new Promise(() => {})", timeout=30))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        os.kill(browser.pid, 9)
+        with pytest.raises(BrowserGone):
+            await pending
+        assert time.monotonic() - started < 1.0
+        assert not browser.alive
+        with pytest.raises(BrowserGone):
+            await page.evaluate("1")
+    finally:
+        await browser.close()
