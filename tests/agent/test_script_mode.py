@@ -1,0 +1,88 @@
+"""Script mode: a job's list of actions run with no LLM, on real pages in real Chromium."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers.agent import run_job, validate_script
+from workers.models import FailureCategory, JobSpec, JobStatus
+
+
+async def test_script_reads_fields_and_finishes(pool, site):
+    spec = JobSpec(script=[
+        {"go_to_url": {"url": site.url("agent/catalog.html")}},
+        {"extract_fields": {"fields": {"title": "h1", "mail": "#mail@href"}}},
+        {"extract_fields": {"fields": {"names": "tr.item .name", "prices": "tr.item .price"}, "all": True}},
+        {"scroll_to_bottom": {}},
+        {"wait": {"seconds": 0.1}},
+        {"done": {"text": "catalog read"}},
+    ])
+    async with pool.lease() as lease:
+        result = await run_job(spec, lease)
+    assert result.status == JobStatus.succeeded, result.error
+    assert result.final_answer == "catalog read"
+    assert result.data == {
+        "title": "Kitchen catalog",
+        "mail": "mailto:shop@example.test",
+        "names": ["Steel Kettle 1.7l", "Red Toaster 2-slot", "Coffee Grinder Pro"],
+        "prices": ["39.90", "24.50", "79.00"],
+    }
+    assert [s.actions[0].name for s in result.steps] == [
+        "go_to_url", "extract_fields", "extract_fields", "scroll_to_bottom", "wait", "done"]
+    assert all(s.actions[0].ok for s in result.steps)
+    assert "bottom" in result.steps[3].actions[0].result
+    assert result.totals.steps == 6 and result.totals.llm_calls == 0
+
+
+async def test_script_output_is_checked_against_the_schema(pool, site):
+    schema = {"type": "object", "required": ["title", "price"],
+              "properties": {"title": {"type": "string"}, "price": {"type": "number"}}}
+    spec = JobSpec(start_url=site.url("agent/catalog.html"), output_schema=schema,
+                   script=[{"extract_fields": {"fields": {"title": "h1", "price": ".price"}}}])
+    async with pool.lease() as lease:
+        result = await run_job(spec, lease)
+    assert result.status == JobStatus.failed
+    assert result.category == FailureCategory.invalid_output
+    assert "$.price: expected number, got string" in result.error
+    assert result.data == {"title": "Kitchen catalog", "price": "39.90"}
+
+
+async def test_a_failing_script_action_fails_the_job_and_names_it(pool, site):
+    spec = JobSpec(start_url=site.url("agent/catalog.html"),
+                   script=[{"scroll_to_text": {"text": "Prices include VAT"}},
+                           {"scroll_to_text": {"text": "no such words anywhere"}},
+                           {"done": {"text": "never"}}])
+    async with pool.lease() as lease:
+        result = await run_job(spec, lease)
+    assert result.status == JobStatus.failed
+    assert result.category == FailureCategory.action_error
+    assert "script[1] scroll_to_text" in result.error and "not found" in result.error
+    assert [s.actions[0].ok for s in result.steps] == [True, False]
+
+
+async def test_script_refuses_a_denied_domain(pool, site):
+    spec = JobSpec(denied_domains=["localhost"],
+                   script=[{"go_to_url": {"url": site.url("agent/catalog.html")}},
+                           {"go_to_url": {"url": "http://localhost:9/secret"}}])
+    async with pool.lease() as lease:
+        result = await run_job(spec, lease)
+    assert result.status == JobStatus.failed
+    assert result.category == FailureCategory.url_blocked
+    assert result.error == "blocked: domain not allowed: http://localhost:9/secret"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([{"click_element": {}}], "script[0].click_element: field index: Field required"),
+    ([{"go_to_url": {"url": "http://x"}}, {"teleport": {}}], "script[1]: unknown action 'teleport'"),
+    ([{"wait": {"seconds": 1}, "done": {}}], "script[0]: must be an object with exactly one action name"),
+    ([{"input_text": {"index": 2, "text": "a", "speed": 3}}], "script[0].input_text: field speed: Extra inputs"),
+])
+def test_validate_script_names_the_bad_action(bad, message):
+    with pytest.raises(ValueError) as err:
+        validate_script(bad)
+    assert message in str(err.value)
+
+
+def test_validate_script_fills_defaults():
+    assert validate_script([{"wait": {}}, {"done": {"text": "ok"}}]) == [
+        {"wait": {"intent": "", "seconds": 3.0}}, {"done": {"intent": "", "text": "ok", "success": True}}]

@@ -1,0 +1,152 @@
+"""URL policy of a job, enforced on the agent's navigations and on every request its pages make.
+
+A policy says which URLs a job may reach: allow- and deny-lists of domains from the job and from
+the global settings (a URL must pass both), and schemes that are never allowed. The firewall puts
+``Fetch`` interception on each page session and each out-of-process frame session, so a link,
+a redirect or a page script cannot reach a refused domain either: such requests fail with
+``BlockedByClient``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import cdp
+from workers.agent.errors import URLBlocked
+
+log = logging.getLogger("browserd.agent.firewall")
+
+REFUSED_SCHEMES = frozenset({"chrome", "chrome-extension", "chrome-untrusted", "devtools", "file", "javascript",
+                             "data", "view-source", "filesystem"})
+NAVIGABLE_SCHEMES = frozenset({"http", "https"})
+BLANK_PAGES = frozenset({"about:blank", "about:srcdoc"})
+
+
+def _normalise(domain: str) -> str:
+    d = domain.strip().lower().lstrip(".")
+    return d[2:] if d.startswith("*.") else d
+
+
+def _matches(host: str, port: int | None, domain: str) -> bool:
+    """``example.com`` covers its subdomains; ``host:port`` entries match that port only."""
+    if ":" in domain and not domain.startswith("["):
+        name, _, want = domain.rpartition(":")
+        return want.isdigit() and port == int(want) and (host == name or host.endswith("." + name))
+    return host == domain or host.endswith("." + domain)
+
+
+@dataclass(frozen=True)
+class UrlPolicy:
+    """Allow- and deny-lists; an empty allow-list allows every domain the deny-lists do not name."""
+
+    allowed: tuple[tuple[str, ...], ...] = ()  # every non-empty list must match
+    denied: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, *, job_allowed: Sequence[str] = (), job_denied: Sequence[str] = (),
+              global_allowed: Sequence[str] = (), global_denied: Sequence[str] = ()) -> UrlPolicy:
+        allowed = tuple(tuple(_normalise(d) for d in lst) for lst in (global_allowed, job_allowed) if lst)
+        denied = tuple(_normalise(d) for d in [*global_denied, *job_denied])
+        return cls(allowed=allowed, denied=denied)
+
+    @property
+    def restricts_domains(self) -> bool:
+        return bool(self.allowed or self.denied)
+
+    def refusal(self, url: str) -> str | None:
+        """Why ``url`` is refused, or None when it is allowed."""
+        if url in BLANK_PAGES:
+            return None
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            return "malformed URL"
+        scheme = parts.scheme.lower()
+        if scheme in REFUSED_SCHEMES or scheme == "about":
+            return f"scheme {scheme}: is never allowed"
+        if scheme not in NAVIGABLE_SCHEMES:
+            return f"scheme {scheme or '(none)'}: is not allowed"
+        host = (parts.hostname or "").lower()
+        if not host:
+            return "URL has no host"
+        if any(_matches(host, port, d) for d in self.denied):
+            return "domain not allowed"
+        for allow_list in self.allowed:
+            if not any(_matches(host, port, d) for d in allow_list):
+                return "domain not allowed"
+        return None
+
+    def check(self, url: str) -> None:
+        """Raise ``URLBlocked`` for a refused URL."""
+        reason = self.refusal(url)
+        if reason is not None:
+            raise URLBlocked(url, reason)
+
+
+@dataclass
+class BlockedRequest:
+    url: str
+    reason: str
+    resource_type: str
+    target_id: str
+    main_frame: bool
+
+
+@dataclass
+class Firewall:
+    """Enforces one policy on every page of one job (call ``protect`` for each page it sees)."""
+
+    policy: UrlPolicy
+    blocked: list[BlockedRequest] = field(default_factory=list)
+    _guarded: set[str] = field(default_factory=set)
+    _reported: int = 0
+
+    async def protect(self, page: cdp.Page) -> None:
+        """Intercept the page's requests and those of its out-of-process frames, now and later."""
+        if page.target_id in self._guarded or not self.policy.restricts_domains:
+            return
+        self._guarded.add(page.target_id)
+        await self._guard(page, page.session)
+        for session in list(page.frame_sessions.values()):
+            await self._guard(page, session)
+
+    async def _guard(self, page: cdp.Page, session: cdp.CDPSession) -> None:
+        session.on("Fetch.requestPaused", lambda p: self._paused(page, session, p))
+        session.on("Target.attachedToTarget", lambda p: self._child_attached(page, p))
+        with contextlib.suppress(cdp.CDPException):
+            await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+
+    def _child_attached(self, page: cdp.Page, params: dict[str, Any]) -> Any:
+        child = page.frame_sessions.get(params.get("targetInfo", {}).get("targetId", ""))
+        if child is None:
+            return None
+        return self._guard(page, child)
+
+    async def _paused(self, page: cdp.Page, session: cdp.CDPSession, params: dict[str, Any]) -> None:
+        url = params["request"]["url"]
+        reason = self.policy.refusal(url)
+        try:
+            if reason is None:
+                await session.send("Fetch.continueRequest", {"requestId": params["requestId"]})
+                return
+            main = params.get("resourceType") == "Document" and params.get("frameId") == page.main_frame_id
+            self.blocked.append(BlockedRequest(url, reason, params.get("resourceType", ""), page.target_id, main))
+            log.info("blocked %s request to %s: %s", params.get("resourceType"), url, reason)
+            await session.send("Fetch.failRequest", {"requestId": params["requestId"], "errorReason": "BlockedByClient"})
+        except cdp.CDPException:
+            pass  # the frame went away with its request
+
+    def new_blocks(self) -> list[BlockedRequest]:
+        """Requests blocked since the last call (the action layer reports them to the model)."""
+        fresh = self.blocked[self._reported :]
+        self._reported = len(self.blocked)
+        return fresh
+
+    def check(self, url: str) -> None:
+        self.policy.check(url)

@@ -1,0 +1,236 @@
+"""The LLM layer: chat models by role, structured answers, retries, usage and latency.
+
+Any langchain chat model works. Answers are asked for as one forced tool call whose parameters
+are the wanted JSON schema; a model that answers in text instead (code fences, prose around the
+JSON) is parsed tolerantly. Rate limits, 5xx and connection errors are retried with backoff;
+401/403/400 end the job at once, since retrying cannot fix them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+
+from config import Settings
+from workers.agent.cancel import CancelToken
+from workers.agent.errors import (
+    AgentError,
+    LLMAuthError,
+    LLMBadRequestError,
+    LLMError,
+    LLMForbiddenError,
+    LLMOutputError,
+)
+from workers.models import ModelOverrides
+
+log = logging.getLogger("browserd.agent.llm")
+
+Role = Literal["navigator", "planner", "extractor"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Backoff for retryable failures; a server's Retry-After wins when it is shorter than ``max_delay``."""
+
+    attempts: int = 4
+    base_delay: float = 1.0
+    max_delay: float = 20.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
+        return min(self.base_delay * 2**attempt, self.max_delay) * (0.5 + random.random() / 2)
+
+
+@dataclass
+class Llms:
+    """The chat model of each role; planner and extractor default to the navigator's."""
+
+    navigator: BaseChatModel
+    planner: BaseChatModel | None = None
+    extractor: BaseChatModel | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def for_role(self, role: Role) -> BaseChatModel:
+        return getattr(self, role) or self.navigator
+
+    @classmethod
+    def from_settings(cls, settings: Settings, overrides: ModelOverrides | None = None) -> Llms:
+        """``ChatOpenAI`` per role from BROWSERD_LLM_MODEL/…_BASE_URL/OPENAI_API_KEY and per-role names."""
+        overrides = overrides or ModelOverrides()
+        models: dict[str, BaseChatModel] = {}
+        built: dict[str, BaseChatModel] = {}
+        for role in ("navigator", "planner", "extractor"):
+            name = getattr(overrides, role) or settings.model_for(role)  # type: ignore[arg-type]
+            if name not in built:
+                built[name] = chat_openai(settings, name)
+            models[role] = built[name]
+        return cls(**models)
+
+
+def chat_openai(settings: Settings, model: str) -> BaseChatModel:
+    """A ``ChatOpenAI`` for ``model``; retries are ours (``max_retries=0``) so cancel can cut them short."""
+    from langchain_openai import ChatOpenAI
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    base_url = str(settings.llm_base_url).rstrip("/") if settings.llm_base_url else None
+    if not key and base_url is None:
+        raise LLMAuthError("no API key: set OPENAI_API_KEY (or BROWSERD_LLM_BASE_URL for a keyless endpoint)",
+                           model=model)
+    return ChatOpenAI(model=model, base_url=base_url, api_key=key or "unused", timeout=settings.llm_timeout,
+                      max_retries=0)
+
+
+def model_name(model: BaseChatModel) -> str:
+    return str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
+
+
+@dataclass
+class LLMReply:
+    """One structured answer and what it cost."""
+
+    data: dict[str, Any]
+    raw: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    attempts: int = 1
+
+
+@dataclass
+class ToolSpec:
+    """The JSON schema the answer must fill, offered to the model as one function."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def as_tool(self) -> dict[str, Any]:
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+async def call_structured(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    tool: ToolSpec,
+    *,
+    role: Role,
+    cancel: CancelToken | None = None,
+    retry: RetryPolicy | None = None,
+) -> LLMReply:
+    """Ask ``model`` for an answer shaped by ``tool``; retries what is retryable, raises typed errors."""
+    cancel = cancel or CancelToken()
+    retry = retry or RetryPolicy()
+    bound = _bind(model, tool)
+    started = time.monotonic()
+    for attempt in range(retry.attempts):
+        cancel.check(f"before the {role} call")
+        try:
+            message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
+        except AgentError:
+            raise
+        except Exception as exc:
+            failure, retryable, retry_after = classify(exc, role=role, model=model_name(model))
+            if not retryable or attempt + 1 >= retry.attempts:
+                raise failure from exc
+            wait = retry.delay(attempt, retry_after)
+            log.warning("%s call failed (%s); retrying in %.1fs", role, failure, wait)
+            await cancel.sleep(wait, f"before retrying the {role} call")
+            continue
+        reply = _reply(message, tool.name)
+        reply.seconds, reply.attempts = time.monotonic() - started, attempt + 1
+        return reply
+    raise AssertionError("unreachable")
+
+
+def _bind(model: BaseChatModel, tool: ToolSpec) -> Any:
+    try:
+        return model.bind_tools([tool.as_tool()], tool_choice=tool.name)
+    except (NotImplementedError, TypeError, ValueError):
+        return model  # a model without tool calling answers in text; parsed tolerantly
+
+
+def _reply(message: Any, tool_name: str) -> LLMReply:
+    usage = getattr(message, "usage_metadata", None) or {}
+    raw, data = _extract(message, tool_name)
+    return LLMReply(data=data, raw=raw, input_tokens=int(usage.get("input_tokens") or 0),
+                    output_tokens=int(usage.get("output_tokens") or 0))
+
+
+def _extract(message: Any, tool_name: str) -> tuple[str, dict[str, Any]]:
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            return json.dumps(call["args"]), dict(call["args"])
+        for bad in message.invalid_tool_calls:
+            text = bad.get("args") or ""
+            return text, parse_json_text(text)
+        text = message.text if isinstance(message.text, str) else str(message.content)
+    else:
+        text = str(getattr(message, "content", message))
+    return text, parse_json_text(text)
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_json_text(text: str) -> dict[str, Any]:
+    """The JSON object in a text answer: bare, fenced, or with prose before or after it."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        for start in (m.start() for m in re.finditer(r"\{", candidate)):
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    snippet = text.strip().replace("\n", " ")[:200]
+    raise LLMOutputError(f"the answer holds no JSON object: {snippet!r}", raw=text)
+
+
+def classify(exc: BaseException, *, role: str, model: str) -> tuple[LLMError, bool, float | None]:
+    """The typed error for a failed call, whether retrying may help, and the server's Retry-After."""
+    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    status = status if isinstance(status, int) else None
+    message = _short(exc)
+    kinds: dict[int, type[LLMError]] = {401: LLMAuthError, 403: LLMForbiddenError, 400: LLMBadRequestError,
+                                        404: LLMBadRequestError, 422: LLMBadRequestError}
+    if status in kinds:
+        return kinds[status](message, role=role, model=model, status=status), False, None
+    retryable = (status is not None and (status == 429 or status >= 500)) or isinstance(
+        exc, (openai.APIConnectionError, openai.APITimeoutError, httpx.TransportError, asyncio.TimeoutError)
+    )
+    return LLMError(message, role=role, model=model, status=status), retryable, _retry_after(exc)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _short(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        detail = body.get("message") or body.get("error", {})
+        if isinstance(detail, dict):
+            detail = detail.get("message")
+        if detail:
+            return str(detail)[:300]
+    return (str(exc) or type(exc).__name__)[:300]

@@ -1,0 +1,8 @@
+"""Prompts of the agents, as plain text in their own modules."""
+
+from workers.agent.prompts.extractor import extractor_system
+from workers.agent.prompts.navigator import navigator_system
+from workers.agent.prompts.planner import planner_system
+from workers.agent.prompts.security import SECURITY_RULES
+
+__all__ = ["SECURITY_RULES", "extractor_system", "navigator_system", "planner_system"]
