@@ -93,6 +93,15 @@ class Settings(BaseSettings):
     result_ttl: int = Field(7 * 24 * 3600, ge=60, description="Seconds finished job records and results are kept.")
     job_timeout: float = Field(600.0, gt=0, description="Default wall-clock limit for one job, in seconds.")
     max_attempts: int = Field(3, ge=1, description="Deliveries of one job before it fails as worker_lost.")
+    visibility_timeout: float = Field(
+        3600.0,
+        gt=0,
+        description="Seconds before the broker redelivers a job whose worker stopped answering; "
+        "must exceed every job's hard time limit (its timeout plus a grace period).",
+    )
+    api_url: str | None = Field(
+        None, description="Where the CLI reaches the HTTP API; default: http://BROWSERD_API_HOST:BROWSERD_API_PORT."
+    )
 
     # --- LLM -------------------------------------------------------------------------------
     llm_model: str = Field("gpt-4o-mini", description="Chat model for every agent role unless overridden.")
@@ -199,3 +208,15 @@ def load_settings(**overrides: Any) -> Settings:
 def get_settings() -> Settings:
     """The process-wide settings, read once."""
     return load_settings()
+
+
+def settings_table() -> str:
+    """The README's configuration table, generated so that it cannot drift from the code."""
+    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        if isinstance(default, list):
+            default = ",".join(default)
+        shown = "" if default in (None, "") else f"`{default}`"
+        rows.append(f"| `{env_name(name)}` | {shown} | {field.description or ''} |")
+    return "\n".join(rows)

@@ -1,0 +1,67 @@
+"""Settings: read from the environment, refused with the variable's name when wrong."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from config import ConfigError, Settings, load_settings, settings_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_and_environment(monkeypatch):
+    monkeypatch.setenv("BROWSERD_POOL_BROWSERS", "3")
+    monkeypatch.setenv("BROWSERD_CDP_URLS", "ws://10.0.0.5:9222/devtools/browser/x, http://10.0.0.6:9222")
+    monkeypatch.setenv("BROWSERD_LOG_LEVEL", "debug")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    s = load_settings()
+    assert s.pool_browsers == 3
+    assert s.cdp_urls == ["ws://10.0.0.5:9222/devtools/browser/x", "http://10.0.0.6:9222"]
+    assert s.log_level == "DEBUG"
+    assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == "sk-secret"
+    assert s.model_for("planner") == s.llm_model
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("BROWSERD_POOL_BROWSERS", "-1", "greater than or equal to 1"),
+        ("BROWSERD_LOG_LEVEL", "verbose", "'DEBUG', 'INFO'"),
+        ("BROWSERD_LLM_BASE_URL", "not a url", "valid URL"),
+        ("BROWSERD_REDIS_URL", "localhost:6379", "redis://"),
+        ("BROWSERD_CDP_URLS", "localhost:9222", "ws://"),
+        ("BROWSERD_SEARCH_URL", "https://example.com/?q=", "{query}"),
+    ],
+)
+def test_bad_values_name_the_variable(monkeypatch, variable, value, message):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert variable in str(info.value) and message in str(info.value)
+
+
+def test_cli_masks_secrets_and_fails_cleanly_on_bad_values():
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-very-secret", "BROWSERD_API_TOKEN": "tok-secret"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "daemon", "config"], capture_output=True, text=True, env=env, cwd=ROOT, check=True
+    ).stdout
+    assert "OPENAI_API_KEY=********" in shown and "BROWSERD_API_TOKEN=********" in shown
+    assert "secret" not in shown
+    bad = subprocess.run(
+        [sys.executable, "-m", "daemon", "config"],
+        capture_output=True, text=True, env={**env, "BROWSERD_POOL_WARM": "-2"}, cwd=ROOT,
+    )
+    assert bad.returncode == 2
+    assert "BROWSERD_POOL_WARM='-2'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_readme_configuration_table_matches_the_code():
+    readme = (ROOT / "README.md").read_text()
+    assert settings_table() in readme, "README's configuration table is stale: paste `browserd config --markdown`"
+    for name in Settings.model_fields:
+        assert re.search(rf"`(BROWSERD_)?{name.upper()}`", readme)
