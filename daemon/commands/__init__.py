@@ -1,3 +1,3 @@
 """Subcommands of ``browserd``: each module has ``register(subparsers)`` setting ``handler``."""
 
-COMMANDS = ["config"]
+COMMANDS = ["config", "run"]

@@ -1,0 +1,111 @@
+"""The navigator: reads the state message, answers with its evaluation, memory, goal and actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from workers.agent.actions import Action, actions_json_schema, parse_action
+from workers.agent.actions.schemas import ActionParams
+from workers.agent.context import JobContext
+from workers.agent.errors import LLMOutputError
+from workers.agent.llm import LLMReply, ToolSpec, call_structured
+from workers.agent.messages import MessageManager
+
+
+@lru_cache(maxsize=1)
+def navigator_tool() -> ToolSpec:
+    text = {"type": "string"}
+    return ToolSpec(
+        "AgentOutput",
+        "Your evaluation of the last step, your memory, your next goal, and the actions to run next.",
+        {
+            "type": "object",
+            "properties": {
+                "current_state": {
+                    "type": "object",
+                    "properties": {"evaluation_previous_goal": text, "memory": text, "next_goal": text},
+                    "required": ["evaluation_previous_goal", "memory", "next_goal"],
+                },
+                "action": {"type": "array", "items": actions_json_schema(), "minItems": 1},
+            },
+            "required": ["current_state", "action"],
+        },
+    )
+
+
+@dataclass
+class NavigatorOutput:
+    current_state: dict[str, Any]
+    actions: list[tuple[Action, ActionParams]]
+    raw: dict[str, Any]
+
+
+async def next_actions(ctx: JobContext, messages: MessageManager, max_actions: int) -> tuple[NavigatorOutput, LLMReply]:
+    assert ctx.llms is not None
+    reply = await call_structured(ctx.llms.for_role("navigator"), messages.messages(), navigator_tool(),
+                                  role="navigator", cancel=ctx.cancel, retry=ctx.llms.retry)
+    return parse_output(reply.data, max_actions), reply
+
+
+def parse_output(data: dict[str, Any], max_actions: int) -> NavigatorOutput:
+    """Validate the answer; an unusable one raises ``LLMOutputError`` with what was wrong."""
+    items = data.get("action", data.get("actions"))
+    if isinstance(items, dict):
+        items = [items]
+    if not isinstance(items, list) or not items:
+        raise LLMOutputError("the answer has no 'action' list", raw=str(data)[:500])
+    try:
+        actions = [parse_action(item, f"action[{i}]") for i, item in enumerate(items[:max_actions])]
+    except ValueError as exc:
+        raise LLMOutputError(f"invalid action: {exc}", raw=str(data)[:500]) from None
+    state = data.get("current_state")
+    return NavigatorOutput(state if isinstance(state, dict) else {}, actions, data)
+
+
+def state_message(state: Any, tabs: list[tuple[int, str, str]], current_tab: int, step: int, max_steps: int,
+                  results: list[str]) -> str:
+    """Nanobrowser's browser-state message: tabs, elements, step, and the previous actions' results."""
+    current = next((t for t in tabs if t[0] == current_tab), (current_tab, state.url, state.title))
+    others = "\n".join(f"  - {{id: {t[0]}, url: {t[1]}, title: {t[2]}}}" for t in tabs if t[0] != current_tab)
+    return "\n".join([
+        "[Task history memory ends]",
+        "[Current state starts here]",
+        "The following is one-time information - if you need to remember it write it to memory:",
+        f"Current tab: {{id: {current[0]}, url: {current[1]}, title: {current[2]}}}",
+        "Other available tabs:",
+        others or "  (none)",
+        "Interactive elements from top layer of the current page inside the viewport:",
+        _elements(state),
+        f"Current step: {step}/{max_steps}  Current date and time: {datetime.now():%Y-%m-%d %H:%M}",
+        *results,
+    ])
+
+
+def _elements(state: Any) -> str:
+    if not state.elements:
+        return "empty page"
+    scroll = state.scroll
+    above = int(scroll.pixels_above or 0)
+    below = int(scroll.pixels_below or 0)
+    head = f"... {above} pixels above - scroll up to see more ..." if above > 0 else "[Start of page]"
+    tail = f"... {below} pixels below - scroll down to see more ..." if below > 0 else "[End of page]"
+    return f"{head}\n{state.to_prompt()}\n{tail}"
+
+
+def format_results(results: list[tuple[bool, str]]) -> list[str]:
+    """``Action result i/n: …`` / ``Action error i/n: …`` lines (errors only by their last line)."""
+    lines = []
+    for i, (ok, text) in enumerate(results, start=1):
+        if ok:
+            lines.append(f"Action result {i}/{len(results)}: {text}")
+        else:
+            lines.append(f"Action error {i}/{len(results)}: ...{text.strip().splitlines()[-1] if text.strip() else ''}")
+    return lines
+
+
+def reduced_state(step: int, url: str, title: str, results: list[str]) -> str:
+    """What an earlier step's state message shrinks to once the step is over."""
+    return "\n".join([f"[State at step {step}] url: {url}, title: {title}", *results])

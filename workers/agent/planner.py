@@ -1,0 +1,58 @@
+"""The planner: judges progress every few steps, plans the next ones, and confirms completion."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ValidationError, field_validator
+
+from workers.agent.context import JobContext
+from workers.agent.errors import LLMOutputError
+from workers.agent.llm import LLMReply, ToolSpec, call_structured
+from workers.agent.messages import MessageManager
+from workers.agent.prompts import SECURITY_RULES, planner_system
+
+
+class PlannerOutput(BaseModel):
+    """Nanobrowser's plan fields."""
+
+    observation: str = ""
+    challenges: str = ""
+    done: bool = False
+    next_steps: str = ""
+    final_answer: str = ""
+    reasoning: str = ""
+    web_task: bool = True
+
+    @field_validator("observation", "challenges", "next_steps", "final_answer", "reasoning", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        if value is None:
+            return ""
+        if isinstance(value, list):
+            return "\n".join(str(v) for v in value)
+        return value
+
+
+@lru_cache(maxsize=1)
+def planner_tool() -> ToolSpec:
+    schema = PlannerOutput.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema["properties"].values():
+        prop.pop("title", None)
+        prop.pop("default", None)
+    schema["required"] = list(schema["properties"])
+    return ToolSpec("PlannerOutput", "Your analysis of the task's progress, the next steps, or the final answer.",
+                    schema)
+
+
+async def plan(ctx: JobContext, messages: MessageManager) -> tuple[PlannerOutput, LLMReply]:
+    assert ctx.llms is not None
+    reply = await call_structured(ctx.llms.for_role("planner"), messages.planner_messages(planner_system(SECURITY_RULES)),
+                                  planner_tool(), role="planner", cancel=ctx.cancel, retry=ctx.llms.retry)
+    try:
+        return PlannerOutput.model_validate(reply.data), reply
+    except ValidationError as exc:
+        raise LLMOutputError(f"invalid plan: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}",
+                             raw=reply.raw) from None
