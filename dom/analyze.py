@@ -1,0 +1,433 @@
+"""One frame's offered elements and loose visible text, from its snapshot columns.
+
+A single forward pass over the nodes (parents come before children) carries what ancestors impose
+on their subtree: hidden (opacity 0, aria-hidden, inert), disabled (a disabled fieldset), the clip
+rectangle of overflow containers, and the nearest candidate above. Only candidates and rendered
+text nodes are ever looked at one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dom.frames import Frame, Rect, intersect
+from dom.model import Element, Scrollable
+from dom.occlusion import Occluders
+from dom.rules import FORM_CONTROLS, NEVER, Candidates, implicit_role
+from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, TEXT, VISIBILITY
+
+# What ancestors impose on a node: (hidden, disabled, clip rect in document coordinates,
+# nearest candidate at or above).
+Ctx = tuple[bool, bool, "Rect | None", int]
+ROOT: Ctx = (False, False, None, -1)
+
+# Called for boxes of a child frame: is the frame's iframe covered there in the parent document?
+CoverCheck = Callable[[Frame, Rect], bool]
+
+SCROLLING = ("auto", "scroll", "overlay")
+SCROLL_SCAN_LIMIT = 20_000
+MAX_OPTIONS = 200
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass
+class FrameResult:
+    elements: list[Element] = field(default_factory=list)
+    loose_text: list[tuple[int, str]] = field(default_factory=list)  # (node, text) outside any element
+    parent_of: dict[int, int] = field(default_factory=dict)  # offered node -> nearest offered above, or -1
+
+
+class FrameAnalysis:
+    def __init__(self, frame: Frame, region: Rect | None, covered_above: CoverCheck | None = None) -> None:
+        self.frame = frame
+        self.doc = doc = frame.doc
+        self.s = s = doc.s
+        self.visible_id, self.none_id = s.id("visible"), s.id("none")
+        self.cands = Candidates(doc)
+        dx, dy = frame.dx, frame.dy
+        region_doc = None if region is None else (region[0] - dx, region[1] - dy, region[2], region[3])
+        fclip = None if frame.clip is None else (frame.clip[0] - dx, frame.clip[1] - dy, frame.clip[2], frame.clip[3])
+        self.area = intersect(region_doc, fclip)
+        self.covered_above = covered_above
+        self._occluders: Occluders | None = None
+        self.own: dict[int, Ctx] = {}
+        self.down = self._propagate()
+
+    # --- what ancestors impose ---------------------------------------------------------------
+
+    def _specials(self) -> tuple[set[int], set[int], set[int]]:
+        doc, s = self.doc, self.s
+        hide: set[int] = set()
+        zero = s.id("0")
+        if zero >= 0:
+            hide.update(doc.lay_nodes[k] for k, st in enumerate(doc.styles) if st and st[OPACITY] == zero)
+        aria_hidden, inert, disabled, fieldset = s.id("aria-hidden"), s.id("inert"), s.id("disabled"), s.id("FIELDSET")
+        fieldsets: set[int] = set()
+        names = {aria_hidden, inert, disabled}
+        for i in [i for i, a in enumerate(doc.attrs) if a and not names.isdisjoint(a)]:
+            if doc.attr(i, inert) is not None or (doc.attr(i, aria_hidden) or "").strip().lower() == "true":
+                hide.add(i)
+            if doc.name[i] == fieldset and doc.attr(i, disabled) is not None:
+                fieldsets.add(i)
+        visible, never = self.visible_id, s.ids(*NEVER)
+        lay_nodes, name = doc.lay_nodes, doc.name
+        clips = {
+            i for i in (lay_nodes[k] for k, st in enumerate(doc.styles) if st and st[OVERFLOW] not in (visible, -1))
+            if name[i] not in never and doc.node_type[i] == ELEMENT
+        }
+        return hide, fieldsets, clips
+
+    def _propagate(self) -> list[Ctx]:
+        """``down[i]``: the context node ``i`` passes to its children."""
+        doc = self.doc
+        hide, fieldsets, clips = self._specials()
+        cands = self.cands.all
+        n, parent, bounds, lay = doc.n, doc.parent, doc.bounds, doc.lay
+        down: list[Ctx] = [ROOT] * n
+        flags = bytearray(n)
+        for i in hide | fieldsets | clips | cands:
+            flags[i] = 1
+        own = self.own
+        for i in range(1, n):
+            p = parent[i]
+            c = down[p] if p >= 0 else ROOT
+            if flags[i]:
+                hidden, disabled, clip, cand = c
+                c = (hidden or i in hide, disabled or i in fieldsets, clip, i if i in cands else cand)
+                if i in clips:  # an element is not clipped by its own overflow; its content is
+                    own[i] = c
+                    b = bounds[lay[i]]
+                    c = (c[0], c[1], intersect(clip, (b[0], b[1], b[2], b[3])), c[3])
+            down[i] = c
+        return down
+
+    def at(self, i: int) -> Ctx:
+        """The context of node ``i`` itself."""
+        return self.own.get(i) or self.down[i]
+
+    def cand_above(self, i: int) -> int:
+        p = self.doc.parent[i]
+        return self.down[p][3] if p >= 0 else -1
+
+    # --- the frame's result ------------------------------------------------------------------
+
+    def run(self) -> FrameResult:
+        offered = self._offered()
+        result = FrameResult()
+        nearest: dict[int, int] = {}
+
+        def nearest_offered(c: int) -> int:
+            start, seen = c, []
+            while c >= 0 and c not in offered:
+                if c in nearest:
+                    c = nearest[c]
+                    break
+                seen.append(c)
+                c = self.cand_above(c)
+            for x in seen:
+                nearest[x] = c
+            return c if start >= 0 else -1
+
+        owned = self._collect_text(offered, nearest_offered, result)
+        for i, box in offered.items():
+            result.elements.append(self._element(i, box, owned.get(i)))
+            result.parent_of[i] = nearest_offered(self.cand_above(i))
+        self.nearest_offered = nearest_offered
+        return result
+
+    def _offered(self) -> dict[int, Rect]:
+        """Candidates that survive every rule, in document order, with their visible box."""
+        cands = self.cands
+        strong, weak = cands.strong, cands.weak
+        order = sorted(cands.all | self._scrollers())
+        above = {i: self.cand_above(i) for i in order}
+        containers: set[int] = set()
+        for i in strong:
+            a = above[i]
+            while a >= 0 and a not in containers:
+                containers.add(a)
+                a = above.get(a, -1)
+        strong_above: dict[int, bool] = {}
+        keep: dict[int, Rect] = {}
+        for i in order:
+            a = above[i]
+            strong_above[i] = a >= 0 and (a in strong or strong_above.get(a, False))
+            if i in weak and i not in self.scrollers and (i in containers or strong_above[i]):
+                continue
+            box = self._visible_box(i)
+            if box is not None:
+                keep[i] = box
+        self._drop_redundant_labels(keep)
+        for i in [i for i, box in keep.items() if self._covered(i, box)]:
+            del keep[i]
+        return keep
+
+    def _visible_box(self, i: int) -> Rect | None:
+        doc = self.doc
+        k = doc.lay[i]
+        st = doc.styles[k]
+        hidden, disabled, clip, _ = self.at(i)
+        if hidden or disabled or st[VISIBILITY] != self.visible_id or st[POINTER_EVENTS] == self.none_id:
+            return None
+        if self._disabled(i):
+            return None
+        x, y, w, h = doc.bounds[k]
+        if w <= 0 or h <= 0:
+            grown = self._children_box(i)
+            if grown is None:
+                return None
+            x, y, w, h = grown
+        box = intersect(intersect((x, y, w, h), clip), self.area)
+        if box is None or box[2] <= 0 or box[3] <= 0:
+            return None
+        return box
+
+    def _disabled(self, i: int) -> bool:
+        doc, s = self.doc, self.s
+        if (doc.attr(i, s.id("aria-disabled")) or "").lower() == "true":
+            return True
+        return doc.tag(i) in FORM_CONTROLS and doc.attr(i, s.id("disabled")) is not None
+
+    def _children_box(self, i: int) -> Rect | None:
+        """A zero-size element (an inline anchor around a block) takes the union of its children."""
+        doc = self.doc
+        x1 = y1 = float("inf")
+        x2 = y2 = float("-inf")
+        for j in range(i + 1, doc.subtree_end(i, limit=64)):
+            k = doc.lay[j]
+            if k < 0:
+                continue
+            x, y, w, h = doc.bounds[k]
+            if w > 0 and h > 0:
+                x1, y1, x2, y2 = min(x1, x), min(y1, y), max(x2, x + w), max(y2, y + h)
+        return None if x2 < x1 else (x1, y1, x2 - x1, y2 - y1)
+
+    def _drop_redundant_labels(self, keep: dict[int, Rect]) -> None:
+        """A label is offered only when its control is not (a styled checkbox hides its input)."""
+        for i in [i for i in self.cands.labels if i in keep]:
+            control = self._label_control(i)
+            if control is not None and control in keep:
+                del keep[i]
+
+    def _label_control(self, label: int) -> int | None:
+        doc, s = self.doc, self.s
+        target = doc.attr(label, s.id("for"))
+        if target:
+            return self._by_id(target)
+        controls = s.ids("INPUT", "SELECT", "TEXTAREA", "BUTTON")
+        return next((j for j in range(label + 1, doc.subtree_end(label, limit=200)) if doc.name[j] in controls), None)
+
+    def _by_id(self, value: str) -> int | None:
+        doc, s = self.doc, self.s
+        id_name, value_ids = s.id("id"), s.ids(value)
+        if id_name < 0 or not value_ids:
+            return None
+        v = next(iter(value_ids))
+        return next((i for i, a in enumerate(doc.attrs) if v in a and doc.attr(i, id_name) == value), None)
+
+    def _covered(self, i: int, box: Rect) -> bool:
+        if self.occluders.covers(box, self.doc.paint[self.doc.lay[i]], i):
+            return True
+        return self.covered_above is not None and self.covered_above(self.frame, box)
+
+    @property
+    def occluders(self) -> Occluders:
+        if self._occluders is None:
+            self._occluders = Occluders(self.doc, self.area)
+        return self._occluders
+
+    def covers(self, box: Rect, node: int) -> bool:
+        """Used by child frames: is ``box`` (this document's coordinates) covered above ``node``?"""
+        return self.occluders.covers(box, self.doc.paint[self.doc.lay[node]], node)
+
+    # --- scroll containers -------------------------------------------------------------------
+
+    scrollers: dict[int, Scrollable]
+
+    def _scrollers(self) -> set[int]:
+        """Containers that scroll vertically and whose content overflows them, in the visible area."""
+        doc, s = self.doc, self.s
+        self.scrollers = {}
+        scrolling = {idx for idx in {st[OVERFLOW] for st in doc.styles if st} if s(idx).split()[-1:] and s(idx).split()[-1] in SCROLLING}
+        if not scrolling:
+            return set()
+        never = s.ids(*NEVER)
+        for k, st in enumerate(doc.styles):
+            if not st or st[OVERFLOW] not in scrolling:
+                continue
+            i = doc.lay_nodes[k]
+            if doc.name[i] in never or doc.node_type[i] != ELEMENT or doc.tag(i) in ("textarea", "select"):
+                continue
+            x, y, w, h = doc.bounds[k]
+            if w <= 0 or h <= 0 or (self.area is not None and intersect((x, y, w, h), self.area)[3] <= 0):
+                continue
+            extent = self._content_extent(i)
+            if extent is None:
+                continue
+            above, below = max(0.0, y - extent[0]), max(0.0, extent[1] - (y + h))
+            if above > 4 or below > 4:
+                self.scrollers[i] = Scrollable(round(above), round(below))
+        return set(self.scrollers)
+
+    def _content_extent(self, i: int) -> tuple[float, float] | None:
+        doc = self.doc
+        top, bottom = float("inf"), float("-inf")
+        lay, bounds = doc.lay, doc.bounds
+        for j in range(i + 1, doc.subtree_end(i, limit=SCROLL_SCAN_LIMIT)):
+            k = lay[j]
+            if k >= 0:
+                b = bounds[k]
+                if b[3] > 0:
+                    top, bottom = min(top, b[1]), max(bottom, b[1] + b[3])
+        return None if bottom < top else (top, bottom)
+
+    # --- text ----------------------------------------------------------------------------------
+
+    def _collect_text(
+        self, offered: dict[int, Rect], nearest_offered: Callable[[int], int], result: FrameResult
+    ) -> dict[int, list[str]]:
+        """Text of each offered element (up to the next offered one), and loose visible text."""
+        doc = self.doc
+        owned: dict[int, list[str]] = {}
+        table, lay_nodes, lay_text, styles, bounds = doc.s.table, doc.lay_nodes, doc.lay_text, doc.styles, doc.bounds
+        node_type, parent, down, visible, area = doc.node_type, doc.parent, self.down, self.visible_id, self.area
+        for k, i in enumerate(lay_nodes):
+            if node_type[i] != TEXT:
+                continue
+            t = lay_text[k]
+            if t < 0 or styles[k][VISIBILITY] != visible:
+                continue
+            text = table[t]
+            if not text or text.isspace():
+                continue
+            hidden, _, clip, cand = down[parent[i]]
+            if hidden:
+                continue
+            o = nearest_offered(cand) if cand >= 0 else -1
+            if o >= 0:
+                owned.setdefault(o, []).append(text)
+                continue
+            x, y, w, h = bounds[k]
+            if w <= 0 or h <= 0:
+                continue
+            box = intersect(intersect((x, y, w, h), clip), area)
+            if box is None or box[2] <= 0 or box[3] <= 0 or self.occluders.covers(box, doc.paint[k], i):
+                continue
+            if self.covered_above is not None and self.covered_above(self.frame, box):
+                continue
+            result.loose_text.append((i, text))
+        return owned
+
+    # --- one offered element -------------------------------------------------------------------
+
+    def _element(self, i: int, box: Rect, texts: list[str] | None) -> Element:
+        doc, frame = self.doc, self.frame
+        tag = doc.tag(i)
+        attrs = doc.attributes(i)
+        text = collapse(" ".join(texts)) if texts else ""
+        value: str | None = None
+        checked: bool | None = None
+        options: list[str] | None = None
+        input_type = attrs.get("type", "text").lower() if tag == "input" else ""
+        if tag == "select":
+            options, value = self._options(i)
+            text = ""
+        elif tag in ("input", "textarea"):
+            if input_type in ("checkbox", "radio"):
+                checked = i in doc.checked
+            elif input_type not in ("submit", "button", "reset", "image", "file", "hidden"):
+                v = doc.input_value.get(i, -1)
+                value = doc.s(v) if v >= 0 else attrs.get("value", "")
+        full = doc.rect(i) or box
+        if full[2] <= 0 or full[3] <= 0:
+            full = self._children_box(i) or box
+        role = attrs.get("role") or implicit_role(tag, input_type, editable="contenteditable" in attrs)
+        return Element(
+            frame=frame,
+            node=i,
+            tag=tag,
+            role=role,
+            name=self._name(i, tag, attrs, text, value),
+            text=text,
+            attributes=attrs,
+            box=(full[0] + frame.dx, full[1] + frame.dy, full[2], full[3]),
+            value=value,
+            checked=checked,
+            options=options,
+            scrollable=self.scrollers.get(i),
+        )
+
+    def _options(self, select: int) -> tuple[list[str], str | None]:
+        """Option labels of a select, and the one chosen (the first when none is marked selected)."""
+        doc = self.doc
+        option = doc.s.id("OPTION")
+        options: list[str] = []
+        chosen: str | None = None
+        for j in range(select + 1, doc.subtree_end(select, limit=4 * MAX_OPTIONS)):
+            if doc.name[j] != option:
+                continue
+            label = doc.attributes(j).get("label") or self._subtree_text(j, raw=True)
+            if len(options) < MAX_OPTIONS:
+                options.append(label)
+            if j in doc.selected and chosen is None:
+                chosen = label
+        if chosen is None and options:
+            chosen = options[0]
+        return options, chosen
+
+    def _subtree_text(self, i: int, *, raw: bool = False, limit: int = 400) -> str:
+        """Text under ``i``; ``raw`` reads node values (options of a closed select have no layout)."""
+        doc = self.doc
+        parts = []
+        for j in range(i + 1, doc.subtree_end(i, limit=limit)):
+            if doc.node_type[j] != TEXT:
+                continue
+            if raw:
+                parts.append(doc.s(doc.value[j]))
+            else:
+                k = doc.lay[j]
+                if k >= 0 and doc.lay_text[k] >= 0:
+                    parts.append(doc.s(doc.lay_text[k]))
+        return collapse(" ".join(parts))
+
+    def _name(self, i: int, tag: str, attrs: dict[str, str], text: str, value: str | None) -> str:
+        """An approximation of the accessible name, good enough to tell controls apart."""
+        if attrs.get("aria-label", "").strip():
+            return collapse(attrs["aria-label"])
+        labelled = [self._by_id(x) for x in attrs.get("aria-labelledby", "").split()]
+        named = " ".join(self._subtree_text(j) for j in labelled if j is not None)
+        if named:
+            return named
+        if tag in ("input", "select", "textarea"):
+            label = self._label_text(i, attrs)
+            if label:
+                return label
+        for key in ("alt", "title", "placeholder"):
+            if attrs.get(key, "").strip():
+                return collapse(attrs[key])
+        if text:
+            return text[:200]
+        if tag == "input" and attrs.get("type", "").lower() in ("submit", "button", "reset"):
+            return attrs.get("value", "")
+        return ""
+
+    def _label_text(self, i: int, attrs: dict[str, str]) -> str:
+        doc = self.doc
+        label_tag = doc.s.id("LABEL")
+        p = doc.parent[i]
+        while p > 0:
+            if doc.name[p] == label_tag:
+                return self._subtree_text(p)
+            p = doc.parent[p]
+        ident = attrs.get("id")
+        if not ident:
+            return ""
+        for_name, id_ids = doc.s.id("for"), doc.s.ids(ident)
+        for j in (j for j, t in enumerate(doc.name) if t == label_tag):
+            if id_ids and doc.attr(j, for_name) == ident:
+                return self._subtree_text(j)
+        return ""

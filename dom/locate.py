@@ -1,0 +1,66 @@
+"""Where to click an element now: scrolled into view, centre in top-level viewport CSS pixels.
+
+Boxes from a capture go stale the moment the page scrolls or reflows, so clicks ask Chrome again.
+``DOM.getContentQuads`` answers in the coordinates of the element's own frame target: for the top
+document and same-process iframes that is already the top-level viewport; an out-of-process frame
+adds the content-box origin of each iframe above it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from cdp import CDPError, CDPSession, Page
+from dom.model import Element
+
+log = logging.getLogger("browserd.dom")
+
+Quad = list[float]
+
+
+def _bbox(quad: Quad) -> tuple[float, float, float, float]:
+    xs, ys = quad[0::2], quad[1::2]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _area(quad: Quad) -> float:
+    x1, y1, x2, y2 = _bbox(quad)
+    return (x2 - x1) * (y2 - y1)
+
+
+async def _scroll_into_view(session: CDPSession, backend_node_id: int) -> None:
+    await session.send("DOM.scrollIntoViewIfNeeded", {"backendNodeId": backend_node_id})
+
+
+async def _content_origin(session: CDPSession, backend_node_id: int) -> tuple[float, float]:
+    model = (await session.send("DOM.getBoxModel", {"backendNodeId": backend_node_id}))["model"]
+    x1, y1, _, _ = _bbox(model["content"])
+    return x1, y1
+
+
+async def locate(page: Page, element: Element) -> tuple[float, float] | None:
+    """Scroll ``element`` into view; its centre in the top-level viewport, or None if it is gone."""
+    path = element.frame_path  # innermost iframe first
+    try:
+        for session, owner in reversed(path):
+            await _scroll_into_view(session, owner)
+        await _scroll_into_view(element.session, element.backend_node_id)
+        reply = await element.session.send("DOM.getContentQuads", {"backendNodeId": element.backend_node_id})
+        quads = [q for q in reply.get("quads", []) if _area(q) > 0]
+        if not quads:
+            return None
+        x1, y1, x2, y2 = _bbox(max(quads, key=_area))
+        for session, owner in path:
+            ox, oy = await _content_origin(session, owner)
+            x1, y1, x2, y2 = x1 + ox, y1 + oy, x2 + ox, y2 + oy
+        metrics = await page.session.send("Page.getLayoutMetrics")
+    except CDPError as exc:  # "No node with given id found", "Node is detached from document", ...
+        log.debug("locate [%s] failed: %s", element.index, exc)
+        return None
+    vv = metrics.get("cssVisualViewport") or metrics["visualViewport"]
+    # the visible part of the box, so a partly scrolled-out element is clicked where it shows
+    vx1, vy1 = max(x1, 0.0), max(y1, 0.0)
+    vx2, vy2 = min(x2, float(vv["clientWidth"])), min(y2, float(vv["clientHeight"]))
+    if vx2 > vx1 and vy2 > vy1:
+        x1, y1, x2, y2 = vx1, vy1, vx2, vy2
+    return (x1 + x2) / 2, (y1 + y2) / 2

@@ -1,0 +1,101 @@
+"""Nanobrowser's element list: ``[index]<tag attr=value>text />``, tab-indented under offered parents.
+
+Kept small on purpose, since it is sent at every step: a short attribute whitelist, values and
+texts cut, attributes that repeat the text or each other dropped, implicit roles dropped, runs of
+inline text merged into one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dom.model import Element, ScrollInfo
+from dom.rules import implicit_role
+from dom.untrusted import neutralize, wrap
+
+ATTRS = ("type", "role", "name", "placeholder", "aria-label", "title", "alt", "aria-expanded", "aria-checked", "aria-selected")
+DEFAULT_TYPES = {"input": "text", "button": "submit"}
+TEXT_IF_DIFFERENT = ("aria-label", "title", "placeholder", "alt")
+ATTR_CAP = 40
+ELEMENT_TEXT_CAP = 80
+LINE_CAP = 120
+OPTIONS_SHOWN = 8
+
+# A line is (depth, element index) or (depth, loose text).
+Line = tuple[int, "int | str"]
+
+
+def cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _attributes(el: Element) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    text = el.text.lower()
+    attrs = el.attributes
+    for key in ATTRS:
+        value = attrs.get(key)
+        if value is None:
+            continue
+        value = " ".join(value.split())
+        if not value or (key == "type" and DEFAULT_TYPES.get(el.tag) == value.lower()):
+            continue
+        if key == "role" and value in (el.tag, implicit_role(el.tag, attrs.get("type", "").lower())):
+            continue
+        low = value.lower()
+        if key in TEXT_IF_DIFFERENT and (low == text or low in seen):
+            continue
+        seen.add(low)
+        out.append((key, value))
+    if el.value:
+        out.append(("value", el.value))
+    if el.checked:
+        out.append(("checked", "true"))
+    if el.scrollable is not None:
+        out.append(("scroll", f"{el.scrollable.above:g}px_above,{el.scrollable.below:g}px_below"))
+    return out
+
+
+def element_line(el: Element, marked: bool) -> str:
+    parts = [f"{'*' if marked else ''}[{el.index}]<{el.tag}"]
+    for key, value in _attributes(el):
+        parts.append(f" {key}={neutralize(cap(value, ATTR_CAP))}")
+    text = el.text
+    if el.options:
+        shown = el.options[:OPTIONS_SHOWN]
+        text = "|".join(cap(o, 30) for o in shown) + ("|…" if len(el.options) > OPTIONS_SHOWN else "")
+    if text:
+        parts.append(">" + neutralize(cap(text, ELEMENT_TEXT_CAP)))
+    parts.append(" />")
+    return "".join(parts)
+
+
+def render_lines(lines: Iterable[Line], elements: dict[int, Element], new: set[int]) -> str:
+    out = []
+    for depth, item in lines:
+        if isinstance(item, int):
+            out.append("\t" * depth + element_line(elements[item], item in new))
+        else:
+            out.append("\t" * depth + neutralize(cap(item, LINE_CAP)))
+    return "\n".join(out)
+
+
+def scroll_lines(scroll: ScrollInfo) -> tuple[str, str]:
+    above = (
+        f"... {scroll.pixels_above:.0f} pixels above - scroll or extract content to see more ..."
+        if scroll.pixels_above > 4
+        else "[Start of page]"
+    )
+    below = (
+        f"... {scroll.pixels_below:.0f} pixels below - scroll or extract content to see more ..."
+        if scroll.pixels_below > 4
+        else "[End of page]"
+    )
+    return above, below
+
+
+def render(lines: list[Line], elements: dict[int, Element], new: set[int], scroll: ScrollInfo) -> str:
+    above, below = scroll_lines(scroll)
+    body = render_lines(lines, elements, new) or "(no visible content)"
+    return f"{above}\n{wrap(body)}\n{below}"

@@ -1,0 +1,90 @@
+"""Fetching the raw material of one capture: a DOM snapshot per frame target, and the viewport.
+
+Everything is requested concurrently: the page's snapshot, one per out-of-process iframe, the
+owner element of each such iframe, and the layout metrics. Nothing runs in the page's JavaScript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from cdp import CDPException, CDPSession, Page
+
+log = logging.getLogger("browserd.dom")
+
+# Each style is one more integer per layout object in the reply; these are the ones a rule needs:
+# visibility (hidden text and controls), opacity (invisible subtrees), cursor (pointer regions),
+# pointer-events (click-through overlays), overflow (clipping, scroll containers), background-color
+# (what can cover other elements). ``display`` is not needed: display:none has no layout object.
+STYLES = ["visibility", "opacity", "cursor", "pointer-events", "overflow", "background-color"]
+
+# Paint order is needed for occlusion. DOM rects (offset/scroll/client) would add four numbers per
+# layout object for every object on the page; frame offsets and scroll extents are derived from
+# the bounds instead.
+PARAMS: dict[str, Any] = {"computedStyles": STYLES, "includePaintOrder": True, "includeDOMRects": False}
+
+
+@dataclass
+class FrameSnapshot:
+    """One target's snapshot; ``owner`` is the iframe element hosting it in ``parent_session``."""
+
+    session: CDPSession
+    reply: dict[str, Any]
+    target_id: str | None = None
+    parent_session: CDPSession | None = None
+    owner_backend_id: int | None = None
+
+
+@dataclass
+class Viewport:
+    scroll_x: float
+    scroll_y: float
+    width: float
+    height: float
+    page_width: float
+    page_height: float
+
+
+async def take(session: CDPSession) -> dict[str, Any]:
+    return await session.send("DOMSnapshot.captureSnapshot", PARAMS)
+
+
+async def viewport(session: CDPSession) -> Viewport:
+    m = await session.send("Page.getLayoutMetrics")
+    vv = m.get("cssVisualViewport") or m["visualViewport"]
+    size = m.get("cssContentSize") or m["contentSize"]
+    return Viewport(
+        scroll_x=float(vv["pageX"]),
+        scroll_y=float(vv["pageY"]),
+        width=float(vv["clientWidth"]),
+        height=float(vv["clientHeight"]),
+        page_width=float(size["width"]),
+        page_height=float(size["height"]),
+    )
+
+
+async def _frame(target_id: str, session: CDPSession) -> FrameSnapshot | None:
+    parent = session.parent
+    try:
+        reply, owner = await asyncio.gather(
+            take(session),
+            parent.send("DOM.getFrameOwner", {"frameId": target_id}) if parent else asyncio.sleep(0, {}),
+        )
+    except CDPException as exc:  # the frame navigated away or was removed while we looked
+        log.debug("frame %s skipped: %s", target_id, exc)
+        return None
+    return FrameSnapshot(session, reply, target_id, parent, (owner or {}).get("backendNodeId"))
+
+
+async def take_all(page: Page) -> tuple[list[FrameSnapshot], Viewport]:
+    """The page's snapshot first, then one per out-of-process iframe that answered."""
+    frames = list(page.frame_sessions.items())
+    main, vp, *others = await asyncio.gather(
+        take(page.session), viewport(page.session), *(_frame(tid, s) for tid, s in frames)
+    )
+    snaps = [FrameSnapshot(page.session, main, page.target_id)]
+    snaps.extend(f for f in others if f is not None)
+    return snaps, vp

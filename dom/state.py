@@ -1,0 +1,65 @@
+"""``PageState``: the result of one capture, and what the agent reads from it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from dom import prompt, text
+from dom.frames import Frame
+from dom.model import Element, Link, Numbering, ScrollInfo
+
+
+class PageState:
+    """Offered elements by index, the lines of the prompt, and the frames for text and links."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        title: str,
+        elements: dict[int, Element],
+        new_indexes: set[int],
+        scroll: ScrollInfo,
+        lines: list[prompt.Line],
+        frames: list[Frame],
+        numbering: Numbering,
+        viewport_expansion: int,
+    ) -> None:
+        self.url, self.title = url, title
+        self.elements = elements
+        self.new_indexes = new_indexes
+        self.scroll = scroll
+        self.viewport_expansion = viewport_expansion
+        self.numbering = numbering
+        self._lines = lines
+        self._frames = frames
+
+    def __repr__(self) -> str:
+        return f"<PageState {self.url!r} elements={len(self.elements)} new={len(self.new_indexes)}>"
+
+    def element(self, index: int) -> Element | None:
+        return self.elements.get(index)
+
+    def to_prompt(self) -> str:
+        """Nanobrowser's element list between scroll lines, the page part in an untrusted wrapper."""
+        return prompt.render(self._lines, self.elements, self.new_indexes, self.scroll)
+
+    def elements_text(self) -> str:
+        """Only the element lines (no scroll lines, no wrapper): for logs and debugging."""
+        return prompt.render_lines(self._lines, self.elements, self.new_indexes)
+
+    def text(self) -> str:
+        """The page's readable text as light markdown, every frame, whatever the scroll position."""
+        return text.markdown(self._frames)
+
+    def links(self) -> list[Link]:
+        return text.links(self._frames)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "title": self.title,
+            "scroll": asdict(self.scroll),
+            "elements": [el.to_json() for el in self.elements.values()],
+        }

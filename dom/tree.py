@@ -1,0 +1,162 @@
+"""One document of a ``DOMSnapshot.captureSnapshot`` reply, kept in Chrome's columnar form.
+
+The snapshot is a set of parallel arrays plus one shared string table. Turning it into per-node
+Python objects would cost more than the snapshot itself on a large page, so the arrays are kept as
+they are and only the few nodes that matter are ever decoded. Nodes come in flat-tree pre-order
+(shadow content under its host, slotted children under their slot), so a parent's index is always
+smaller than its children's and a subtree is a contiguous range.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ELEMENT, TEXT, DOCUMENT = 1, 3, 9
+
+# Order of the computed styles requested from Chrome (see dom.snapshot.STYLES).
+VISIBILITY, OPACITY, CURSOR, POINTER_EVENTS, OVERFLOW, BACKGROUND = range(6)
+
+
+class Strings:
+    """The snapshot's shared string table, with reverse look-up of the few names we test for."""
+
+    __slots__ = ("table", "_index")
+
+    def __init__(self, table: list[str]) -> None:
+        self.table = table
+        self._index: dict[str, int] | None = None
+
+    def __call__(self, idx: int) -> str:
+        return self.table[idx] if idx >= 0 else ""
+
+    def ids(self, *names: str) -> set[int]:
+        """String-table indexes of ``names`` that occur in this snapshot (absent names are skipped)."""
+        if self._index is None:
+            self._index = {s: i for i, s in enumerate(self.table)}
+        index = self._index
+        return {index[n] for n in names if n in index}
+
+    def id(self, name: str) -> int:
+        ids = self.ids(name)
+        return next(iter(ids)) if ids else -2  # -2 matches nothing (-1 means "no string")
+
+
+def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
+    if not rare:
+        return {}
+    return dict(zip(rare.get("index", ()), rare.get("value", ())))
+
+
+class DocTree:
+    """Columns of one document plus the mapping from node to layout object."""
+
+    __slots__ = (
+        "s", "frame_id", "url", "title", "base_url", "scroll_x", "scroll_y", "parent", "node_type", "name",
+        "value", "backend", "attrs", "clickable", "input_value", "checked", "selected", "content_doc",
+        "shadow", "lay", "lay_nodes", "bounds", "styles", "paint", "lay_text", "n", "_ordinals",
+    )
+
+    def __init__(self, doc: dict[str, Any], strings: Strings) -> None:
+        s = self.s = strings
+        nodes, layout = doc["nodes"], doc["layout"]
+        self.frame_id = s(doc.get("frameId", -1))
+        self.url = s(doc.get("documentURL", -1))
+        self.title = s(doc.get("title", -1))
+        self.base_url = s(doc.get("baseURL", -1)) or self.url
+        self.scroll_x = float(doc.get("scrollOffsetX", 0) or 0)
+        self.scroll_y = float(doc.get("scrollOffsetY", 0) or 0)
+        self.parent: list[int] = nodes["parentIndex"]
+        self.node_type: list[int] = nodes["nodeType"]
+        self.name: list[int] = nodes["nodeName"]
+        self.value: list[int] = nodes.get("nodeValue") or []
+        self.backend: list[int] = nodes["backendNodeId"]
+        self.attrs: list[list[int]] = nodes.get("attributes") or [[] for _ in self.parent]
+        self.n = len(self.parent)
+        self.clickable = set((nodes.get("isClickable") or {}).get("index", ()))
+        self.input_value = _rare_map(nodes.get("inputValue"))
+        self.checked = set((nodes.get("inputChecked") or {}).get("index", ()))
+        self.selected = set((nodes.get("optionSelected") or {}).get("index", ()))
+        self.content_doc = _rare_map(nodes.get("contentDocumentIndex"))
+        self.shadow = _rare_map(nodes.get("shadowRootType"))
+        lay_nodes: list[int] = layout["nodeIndex"]
+        lay = [-1] * self.n
+        for k in range(len(lay_nodes) - 1, -1, -1):  # a node may own several layout objects; keep the first
+            lay[lay_nodes[k]] = k
+        self.lay = lay
+        self.lay_nodes = lay_nodes
+        self.bounds: list[list[float]] = layout["bounds"]
+        self.styles: list[list[int]] = layout["styles"]
+        self.paint: list[int] = layout.get("paintOrders") or [0] * len(lay_nodes)
+        self.lay_text: list[int] = layout.get("text") or []
+        self._ordinals: list[int] | None = None
+
+    # --- decoding single nodes -------------------------------------------------------------
+
+    def tag(self, i: int) -> str:
+        return self.s(self.name[i]).lower()
+
+    def attributes(self, i: int) -> dict[str, str]:
+        a, s = self.attrs[i], self.s
+        return {s(a[j]): s(a[j + 1]) for j in range(0, len(a) - 1, 2)}
+
+    def attr(self, i: int, name_id: int) -> str | None:
+        """The value of one attribute, by the string-table index of its name."""
+        a = self.attrs[i]
+        for j in range(0, len(a) - 1, 2):
+            if a[j] == name_id:
+                return self.s(a[j + 1])
+        return None
+
+    def style(self, i: int, which: int) -> str:
+        k = self.lay[i]
+        return self.s(self.styles[k][which]) if k >= 0 else ""
+
+    def rect(self, i: int) -> list[float] | None:
+        k = self.lay[i]
+        return self.bounds[k] if k >= 0 else None
+
+    def viewport_size(self) -> tuple[float, float]:
+        """The document node's layout box is the size of its (frame's) viewport."""
+        r = self.rect(0)
+        return (r[2], r[3]) if r else (0.0, 0.0)
+
+    def subtree_end(self, i: int, limit: int = 1 << 30) -> int:
+        """One past the last descendant of ``i`` (pre-order keeps a subtree contiguous)."""
+        parent, j, end = self.parent, i + 1, min(self.n, i + 1 + limit)
+        while j < end:
+            p = parent[j]
+            while p > i:
+                p = parent[p]
+            if p != i:
+                break
+            j += 1
+        return j
+
+    def is_ancestor(self, a: int, i: int) -> bool:
+        parent = self.parent
+        while i > a:
+            i = parent[i]
+        return i == a
+
+    # --- xpath -----------------------------------------------------------------------------
+
+    def xpath(self, i: int) -> str:
+        """XPath from the document (or the enclosing shadow root) to element ``i``."""
+        if self._ordinals is None:
+            self._ordinals = self._sibling_ordinals()
+        ords, parts, parent, node_type = self._ordinals, [], self.parent, self.node_type
+        shadow = self.shadow
+        while i > 0 and node_type[i] == ELEMENT:
+            parts.append(f"{self.tag(i)}[{ords[i]}]")
+            if i in shadow and (parent[i] < 0 or parent[i] not in shadow):
+                break  # top of a shadow tree: xpath is relative to its shadow root
+            i = parent[i]
+        return "/" + "/".join(reversed(parts))
+
+    def _sibling_ordinals(self) -> list[int]:
+        counts: dict[tuple[int, int], int] = {}
+        ords = [0] * self.n
+        for i, (p, t) in enumerate(zip(self.parent, self.name)):
+            key = (p, t)
+            ords[i] = counts[key] = counts.get(key, 0) + 1
+        return ords
