@@ -33,6 +33,7 @@ class _Analyses:
         for frame in frames:
             analysis = FrameAnalysis(frame, region, self._covered_above if frame.parent else None)
             self.by_frame[id(frame)] = analysis
+            frame.context = analysis.down
             self.results.append((frame, analysis.run(), analysis))
 
     def _covered_above(self, frame: Frame, box: Rect) -> bool:

@@ -31,6 +31,8 @@ class Frame:
     owner: int = -1  # iframe node index in ``parent.doc``
     order: tuple[int, ...] = ()  # sort key placing this frame's nodes in the parent's document order
     owner_path: list[tuple[CDPSession, int]] = field(default_factory=list)
+    # per node, what its ancestors impose on its children (set by the analysis; see dom.analyze)
+    context: list | None = None
 
 
 def intersect(a: Rect | None, b: Rect | None) -> Rect | None:

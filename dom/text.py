@@ -50,16 +50,30 @@ class _Context:
         return block, link
 
 
-def _visible_texts(doc: DocTree) -> list[tuple[int, str]]:
+def _visible_texts(frame: Frame) -> list[tuple[int, str]]:
+    """Rendered text nodes that are not hidden by an ancestor (opacity, aria-hidden, a clip)."""
+    doc, context = frame.doc, frame.context
     visible = doc.s.id("visible")
     table, out = doc.s.table, []
     for k, i in enumerate(doc.lay_nodes):
         t = doc.lay_text[k]
-        if doc.node_type[i] == TEXT and t >= 0 and doc.styles[k][VISIBILITY] == visible:
-            text = " ".join(table[t].split())
-            if text:
-                out.append((i, text))
+        if doc.node_type[i] != TEXT or t < 0 or doc.styles[k][VISIBILITY] != visible:
+            continue
+        if context is not None:
+            hidden, _, clip, _ = context[doc.parent[i]]
+            if hidden or (clip is not None and _outside(doc.bounds[k], clip)):
+                continue
+        text = " ".join(table[t].split())
+        if text:
+            out.append((i, text))
     return out
+
+
+def _outside(box: list[float], clip: tuple[float, float, float, float]) -> bool:
+    return (
+        box[0] >= clip[0] + clip[2] or box[1] >= clip[1] + clip[3]
+        or box[0] + box[2] <= clip[0] or box[1] + box[3] <= clip[1]
+    )
 
 
 def frame_markdown(frame: Frame) -> str:
@@ -90,7 +104,7 @@ def frame_markdown(frame: Frame) -> str:
             lines.append(prefix + " ".join(current))
             current.clear()
 
-    for i, text in _visible_texts(doc):
+    for i, text in _visible_texts(frame):
         block, link = ctx.of(doc.parent[i])
         if block != block_now:
             flush_block()

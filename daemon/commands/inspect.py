@@ -1,0 +1,73 @@
+"""``browserd inspect URL``: print what the agent would see on a page.
+
+The text format is the navigator's prompt (element list between scroll lines, in its untrusted
+wrapper); the JSON format lists every offered element with its box, frame and backend node id.
+One browser is launched for the command and closed on every way out, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+import dom
+from cdp import BrowserPool, CDPException, CDPTimeout, NavigationError, Page, PoolConfig
+from config import get_settings
+
+WAIT_CHOICES = ("load", "domcontentloaded", "networkidle", "commit")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("inspect", help="print the element index the agent sees on a page")
+    p.add_argument("url", help="page to open")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="prompt text (default) or JSON")
+    p.add_argument(
+        "--viewport-expansion", type=int, default=None, metavar="N",
+        help="pixels beyond the viewport to include; -1 for the whole page (default: BROWSERD_VIEWPORT_EXPANSION)",
+    )
+    p.add_argument("--wait", choices=WAIT_CHOICES, default="load", help="page lifecycle event to wait for")
+    p.set_defaults(handler=run)
+
+
+async def render(page: Page, url: str, *, fmt: str = "text", viewport_expansion: int = 0, wait: str = "load") -> str:
+    """Open ``url`` in ``page`` and render its capture; a page that never finishes loading is still shown."""
+    try:
+        await page.goto(url, wait_until=wait)  # type: ignore[arg-type]
+    except CDPTimeout:
+        print(f"browserd inspect: {url} did not reach '{wait}' in time; showing it as it is", file=sys.stderr)
+    state = await dom.capture(page, viewport_expansion=viewport_expansion)
+    if fmt == "json":
+        return json.dumps(state.to_json(), indent=2, ensure_ascii=False)
+    return f"{state.title}\n{state.url}\n\n{state.to_prompt()}"
+
+
+async def inspect(url: str, config: PoolConfig, **options: object) -> str:
+    async with BrowserPool(config) as pool, pool.lease() as lease:
+        return await render(lease.page, url, **options)  # type: ignore[arg-type]
+
+
+def pool_config() -> PoolConfig:
+    """One browser, no warm contexts: the command needs exactly one page."""
+    config = PoolConfig.from_settings(get_settings())
+    config.browsers, config.warm, config.cdp_urls = 1, 0, config.cdp_urls[:1]
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    expansion = settings.viewport_expansion if args.viewport_expansion is None else args.viewport_expansion
+    if expansion < -1:
+        print("browserd inspect: --viewport-expansion must be -1 or more", file=sys.stderr)
+        return 2
+    try:
+        out = asyncio.run(inspect(args.url, pool_config(), fmt=args.format, viewport_expansion=expansion, wait=args.wait))
+    except NavigationError as exc:
+        print(f"browserd inspect: {exc}", file=sys.stderr)
+        return 1
+    except CDPException as exc:
+        print(f"browserd inspect: browser error: {exc}", file=sys.stderr)
+        return 1
+    print(out)
+    return 0
