@@ -1,0 +1,21 @@
+"""``browserd cancel ID``: a queued job never starts; a running one stops before its next action."""
+
+from __future__ import annotations
+
+import argparse
+
+from daemon.cliutil import api_command, client, summary
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cancel", help="cancel a queued or running job")
+    p.add_argument("job_id")
+    p.set_defaults(handler=run)
+
+
+@api_command
+def run(args: argparse.Namespace) -> int:
+    job = client().cancel(args.job_id)
+    note = "" if job["state"] == "cancelled" else "  (cancel requested; it stops before its next action)"
+    print(summary(job) + note)
+    return 0

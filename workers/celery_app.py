@@ -1,0 +1,107 @@
+"""The Celery app: Redis broker, three priority queues, settings that lose nothing and run nothing twice.
+
+Run a worker with ``browserd worker`` (or ``python -m celery -A workers.celery_app worker``).
+Results are not kept by Celery: the job store (``daemon.store``) holds each job's state and result,
+so there is no result backend and every task ignores its return value.
+
+Time limits. A job's *soft* limit is its own timeout (``JobSpec.timeout`` or BROWSERD_JOB_TIMEOUT):
+when it passes, the job's coroutine is cancelled, its browser context closes and the job is
+recorded as failed/timeout. The *hard* limit is the soft one plus ``HARD_LIMIT_GRACE``: the worker
+stops waiting for a coroutine that ignored its cancellation. Celery enforces its own
+``time_limit``/``soft_time_limit`` only in the prefork pool; browserd runs the ``threads`` pool
+(one event loop shared by all jobs of a process), so the worker runtime applies the same two
+limits itself, and the values are still sent with each message for tools that display them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from kombu import Queue
+
+from config import ConfigError, Settings, get_settings
+
+QUEUES = ("high", "normal", "low")
+HARD_LIMIT_GRACE = 5.0  # seconds between a job's soft and hard limits
+
+
+def hard_limit(soft: float) -> float:
+    return soft + HARD_LIMIT_GRACE
+
+
+def max_job_timeout(settings: Settings) -> float:
+    """The longest timeout a job may ask for: its hard limit must stay below the visibility timeout."""
+    return settings.visibility_timeout - HARD_LIMIT_GRACE - 1.0
+
+
+def check_limits(settings: Settings) -> None:
+    if max_job_timeout(settings) < settings.job_timeout:
+        raise ConfigError(
+            f"BROWSERD_VISIBILITY_TIMEOUT={settings.visibility_timeout:g} must exceed BROWSERD_JOB_TIMEOUT="
+            f"{settings.job_timeout:g} plus {HARD_LIMIT_GRACE + 1:g}s, or a running job would be redelivered"
+        )
+
+
+def broker_url(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise ConfigError("BROWSERD_REDIS_URL is not set; point it at the Redis that holds the queue and job state")
+    return settings.redis_url
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """Celery settings derived from browserd's; each choice says why."""
+    check_limits(settings)
+    soft = settings.job_timeout
+    return {
+        "broker_url": broker_url(settings),
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {
+            # A message delivered but not acknowledged within this time goes back to its queue:
+            # that is how a job whose worker died (even by SIGKILL) is redelivered. It must exceed
+            # the hard limit, or a job still running would be delivered a second time.
+            "visibility_timeout": settings.visibility_timeout,
+            # Sweep for such messages often enough that redelivery follows the timeout closely.
+            "unacked_restore_interval": max(1, min(10, int(settings.visibility_timeout / 4))),
+            "unacked_restore_throttle": 1,
+            # Poll the queues in the listed order every time (high, normal, low), not round robin.
+            "queue_order_strategy": "priority",
+        },
+        # No result backend: job results live in the job store, with their own TTL.
+        "result_backend": None,
+        "task_ignore_result": True,
+        # Acknowledge after the task ran, not when it was received: a worker that dies mid-job
+        # leaves the message unacknowledged, so the broker redelivers it.
+        "task_acks_late": True,
+        # ...and if a pool child dies (prefork), reject the message so it is requeued, not acked.
+        "task_reject_on_worker_lost": True,
+        # Reserve one message per free slot only, so a busy worker does not hoard queued jobs
+        # that an idle worker could run (and a crash returns as few messages as possible).
+        "worker_prefetch_multiplier": 1,
+        "worker_pool": "threads",
+        "worker_concurrency": settings.worker_concurrency,
+        # Soft limit below the hard one: the soft one lets the job close its context and record
+        # its state; the hard one is the backstop. (Enforced by workers.runtime; see above.)
+        "task_soft_time_limit": soft,
+        "task_time_limit": hard_limit(soft),
+        # Task events on, so Flower and celery-exporter see tasks the way users expect.
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        # Separate queues per priority; a worker consumes all three, high first.
+        "task_queues": [Queue(name, routing_key=name) for name in QUEUES],
+        "task_default_queue": "normal",
+        "task_create_missing_queues": False,
+        "worker_hijack_root_logger": False,
+        "worker_redirect_stdouts": False,
+        "accept_content": ["json"],
+        "task_serializer": "json",
+    }
+
+
+def create_app(settings: Settings | None = None) -> Celery:
+    app = Celery("browserd", include=["workers.tasks"])
+    app.conf.update(celery_config(settings or get_settings()))
+    return app
+
+
+app = create_app()

@@ -1,0 +1,160 @@
+"""A worker process's shared machinery: one event loop in a background thread, one browser pool.
+
+Celery runs each task in one of its ``threads`` pool's threads; the task hands its job to this
+loop (``asyncio.run_coroutine_threadsafe``) and waits. So a process with concurrency 16 runs 16
+jobs concurrently on one loop, each in its own lease of the same pool, and browsers start once
+per process instead of once per job.
+
+Chrome is launched from the loop thread with PDEATHSIG (see ``cdp.launcher``), so even a worker
+killed with SIGKILL takes its browsers with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import socket
+import threading
+import uuid
+from typing import Any
+
+import cdp
+from config import Settings
+from daemon.store import JobStore, connect
+from workers.execute import JobExecutor
+
+log = logging.getLogger("browserd.worker")
+
+TICK_SECONDS = 0.25  # cancel flags are read this often
+HEARTBEAT_SECONDS = 1.0  # job and worker heartbeats are written this often
+START_TIMEOUT = 120.0
+
+
+def stale_after(settings: Settings) -> float:
+    """A running job without a heartbeat for this long is presumed abandoned by a dead worker."""
+    return max(3 * HEARTBEAT_SECONDS, min(10.0, settings.visibility_timeout / 3))
+
+
+class WorkerRuntime:
+    """``start()`` once per worker process, ``run(job_id)`` from any task thread, ``stop()`` at exit."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="browserd-loop", daemon=True)
+        self.store: JobStore | None = None
+        self.pool: cdp.BrowserPool | None = None
+        self.executor: JobExecutor | None = None
+        self._ticker: asyncio.Task[None] | None = None
+
+    # --- lifecycle (called from Celery's threads) ------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+        self._call(self._astart(), START_TIMEOUT)
+        log.info("worker %s ready: concurrency %s", self.worker_id, self.settings.worker_concurrency)
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        try:
+            self._call(self._astop(), 30.0)
+        except Exception:
+            log.exception("worker shutdown failed")
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    def run(self, job_id: str, hard: float) -> str:
+        """Run one delivery to its end or its hard limit (seconds); returns the claim outcome."""
+        assert self.executor is not None, "WorkerRuntime.start() was not called"
+        future = asyncio.run_coroutine_threadsafe(self.executor.deliver(job_id), self.loop)
+        try:
+            return future.result(timeout=hard)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            log.error("job %s passed its hard time limit (%gs); abandoned", job_id, hard)
+            self._call(self.executor.abandon(job_id, f"the job ignored its time limit and was stopped after {hard:g}s"), 10.0)
+            return "hard_limit"
+
+    def _call(self, coro: Any, timeout: float) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    # --- on the loop -----------------------------------------------------------------------
+
+    async def _astart(self) -> None:
+        url = self.settings.redis_url
+        assert url, "BROWSERD_REDIS_URL is required"
+        self.store = JobStore(connect(url), result_ttl=self.settings.result_ttl)
+        self.pool = cdp.BrowserPool(cdp.PoolConfig.from_settings(self.settings))
+        await self.pool.start()
+        self.executor = JobExecutor(self.store, self.pool, self.settings, self.worker_id, stale_after(self.settings))
+        await self._beat()
+        self._ticker = asyncio.get_running_loop().create_task(self._tick_forever(), name="worker-ticker")
+
+    async def _astop(self) -> None:
+        if self._ticker:
+            self._ticker.cancel()
+        if self.pool:
+            await self.pool.close()
+        if self.store:
+            await self.store.worker_gone(self.worker_id)
+            await self.store.redis.aclose()
+
+    async def _tick_forever(self) -> None:
+        ticks_per_beat = max(1, round(HEARTBEAT_SECONDS / TICK_SECONDS))
+        count = 0
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            count += 1
+            try:
+                await self.executor.check_cancels()  # type: ignore[union-attr]
+                if count % ticks_per_beat == 0:
+                    await self._beat()
+            except Exception as exc:  # Redis hiccups must not stop the heartbeat for good
+                log.warning("worker heartbeat failed: %s", exc)
+
+    async def _beat(self) -> None:
+        assert self.store is not None and self.executor is not None
+        await self.executor.heartbeat()
+        await self.store.worker_heartbeat(
+            self.worker_id,
+            {
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "concurrency": self.settings.worker_concurrency,
+                "running": len(self.executor.runs),
+            },
+            ttl=HEARTBEAT_SECONDS * 10,
+        )
+
+
+_runtime: WorkerRuntime | None = None
+_lock = threading.Lock()
+
+
+def get_runtime(settings: Settings) -> WorkerRuntime:
+    """This process's runtime, started on first use."""
+    global _runtime
+    with _lock:
+        if _runtime is None:
+            runtime = WorkerRuntime(settings)
+            runtime.start()
+            _runtime = runtime
+        return _runtime
+
+
+def stop_runtime() -> None:
+    global _runtime
+    with _lock:
+        runtime, _runtime = _runtime, None
+    if runtime is not None:
+        runtime.stop()
+
+
