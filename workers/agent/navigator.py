@@ -85,14 +85,8 @@ def state_message(state: Any, tabs: list[tuple[int, str, str]], current_tab: int
 
 
 def _elements(state: Any) -> str:
-    if not state.elements:
-        return "empty page"
-    scroll = state.scroll
-    above = int(scroll.pixels_above or 0)
-    below = int(scroll.pixels_below or 0)
-    head = f"... {above} pixels above - scroll up to see more ..." if above > 0 else "[Start of page]"
-    tail = f"... {below} pixels below - scroll down to see more ..." if below > 0 else "[End of page]"
-    return f"{head}\n{state.to_prompt()}\n{tail}"
+    """dom's element list: scroll lines around the untrusted-wrapped elements."""
+    return state.to_prompt() if state.elements else "empty page"
 
 
 def format_results(results: list[tuple[bool, str]]) -> list[str]:
