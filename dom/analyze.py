@@ -193,8 +193,11 @@ class FrameAnalysis:
         return doc.tag(i) in FORM_CONTROLS and doc.attr(i, s.id("disabled")) is not None
 
     def _children_box(self, i: int) -> Rect | None:
-        """A zero-size element (an inline anchor around a block) takes the union of its children."""
+        """A zero-size element (an inline anchor around a block) takes the union of its children,
+        unless it clips its content (then nothing of it shows)."""
         doc = self.doc
+        if i in self.own:
+            return None
         x1 = y1 = float("inf")
         x2 = y2 = float("-inf")
         for j in range(i + 1, doc.subtree_end(i, limit=64)):
