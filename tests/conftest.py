@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from cdp import BrowserPool, PoolConfig
-from tests.support.procs import chrome_pids
+from tests.support.procs import RUN_DIR, chrome_pids
 from tests.support.servers import StaticServer, serve
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -46,3 +47,4 @@ def no_chrome_left_behind() -> Iterator[None]:
     while (leaked := chrome_pids()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not leaked, f"Chrome processes left running after the tests: {sorted(leaked)}"
+    shutil.rmtree(RUN_DIR, ignore_errors=True)

@@ -20,16 +20,19 @@ from cdp import (
     EvaluationError,
     PoolConfig,
     find_chrome,
+    process_tree,
 )
 from tests.support.procs import chrome_pids
 
 
 async def test_launch_and_close_leaves_no_process_behind(site):
     browser = await Browser.launch()
-    pids = chrome_pids()
-    assert browser.pid in pids and len(pids) > 1  # the browser and its zygotes/renderers
-    profile = browser.process.user_data_dir
-    await browser.close()
+    try:
+        pids = set(process_tree(browser.pid))
+        assert len(pids) > 1 and browser.pid in chrome_pids()  # the browser and its zygotes/renderers
+        profile = browser.process.user_data_dir
+    finally:
+        await browser.close()
     assert not (chrome_pids() & pids)
     assert not profile.exists(), "the temporary profile must be deleted"
 
