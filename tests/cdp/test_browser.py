@@ -163,3 +163,13 @@ async def test_browser_killed_fails_pending_calls_at_once():
             await page.evaluate("1")
     finally:
         await browser.close()
+
+
+async def test_typed_calls_through_cdp_use(pool):
+    async with pool.lease() as lease:
+        typed = lease.browser.connection.typed
+        assert (await typed.Browser.getVersion())["product"].startswith(("Chrome/", "HeadlessChrome/"))
+        reply = await typed.Runtime.evaluate(
+            params={"expression": "21 * 2", "returnByValue": True}, session_id=lease.page.session.session_id
+        )
+        assert reply["result"]["value"] == 42
