@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 from collections.abc import Sequence
 
-from config import ConfigError
+from config import ConfigError, setup_logging
 from daemon.commands import COMMANDS
+
+__all__ = ["build_parser", "main", "setup_logging"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,10 +35,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # output piped into head & co.
         return 0
-
-
-def setup_logging(level: str) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -65,3 +65,23 @@ def test_readme_configuration_table_matches_the_code():
     assert settings_table() in readme, "README's configuration table is stale: paste `browserd config --markdown`"
     for name in Settings.model_fields:
         assert re.search(rf"`(BROWSERD_)?{name.upper()}`", readme)
+
+
+def test_logs_carry_the_bound_job_context(capsys):
+    import json
+    import logging
+
+    from config import bind, setup_logging
+
+    setup_logging("INFO", json_lines=True)
+    try:
+        with bind(job_id="job-1", step=3):
+            with bind(url="http://127.0.0.1/"):
+                logging.getLogger("browserd.test").info("clicked %s", "[12]")
+        logging.getLogger("browserd.test").info("outside")
+        lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    finally:
+        logging.getLogger().handlers.clear()
+    assert lines[0]["msg"] == "clicked [12]"
+    assert (lines[0]["job_id"], lines[0]["step"], lines[0]["url"]) == ("job-1", 3, "http://127.0.0.1/")
+    assert "job_id" not in lines[1]
