@@ -248,6 +248,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        import workers.agent  # noqa: F401  (script validation; loaded now, not on the first request)
+        import workers.tasks  # noqa: F401  (the Celery app that publishes jobs)
+
         app.state.store = JobStore(connect(settings.redis_url or ""), result_ttl=settings.result_ttl)
         try:
             yield

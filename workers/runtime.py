@@ -89,6 +89,8 @@ class WorkerRuntime:
     # --- on the loop -----------------------------------------------------------------------
 
     async def _astart(self) -> None:
+        import workers.agent  # noqa: F401  (load the agent now, not during the first job)
+
         url = self.settings.redis_url
         assert url, "BROWSERD_REDIS_URL is required"
         self.store = JobStore(connect(url), result_ttl=self.settings.result_ttl)
