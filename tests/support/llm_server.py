@@ -13,7 +13,7 @@ Usage::
 
 A request takes the first reply queued under the tool it offers (``tools[0].function.name``, or the
 forced ``tool_choice``), else the first reply queued under ``None``, else ``responder(request)``;
-with none of them it gets HTTP 500 ``no scripted reply`` so a test fails loudly. A ``Reply.tool``
+with none of them it gets HTTP 400 ``no scripted reply`` (not retried: the job fails at once). A ``Reply.tool``
 without a name answers with the offered tool's name. Each reply may carry ``delay`` seconds.
 Streaming is not supported (ChatOpenAI does not stream unless asked to).
 """
@@ -149,7 +149,7 @@ def _handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # a responder bug must show up in the test, not hang it
                 return self._send(500, {"error": {"message": f"responder failed: {exc!r}"}})
             if reply is None:
-                return self._send(500, {"error": {"message": "no scripted reply", "type": "server_error"}})
+                return self._send(400, {"error": {"message": "no scripted reply", "type": "invalid_request_error"}})
             if reply.delay:
                 time.sleep(reply.delay)
             if reply.kind == "error":
