@@ -16,34 +16,15 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
+import tempfile
 import time
-import uuid
-from pathlib import Path
 
 from bench.support import serve_directory
-from cdp import Browser, BrowserPool, PoolConfig
+from cdp import Browser, BrowserPool, PoolConfig, chrome_pids
 
 PAGE = "<!doctype html><title>bench</title><p>a small page</p>"
-
-
-def _tagged_chrome_pids(tag: str) -> set[int]:
-    needle = f"BROWSERD_BENCH_RUN={tag}".encode()
-    found = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read()
-            if b"chrom" not in stat[: stat.rfind(b")")].lower() or stat[stat.rfind(b")") + 2 :].startswith(b"Z"):
-                continue
-            with open(f"/proc/{entry.name}/environ", "rb") as fh:
-                if needle in fh.read():
-                    found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 async def _warm_leases(url: str, leases: int, hold: float) -> list[float]:
@@ -81,8 +62,9 @@ async def _cold_launches(url: str, runs: int) -> list[float]:
 
 
 async def run(leases: int, cold_runs: int, hold: float) -> dict[str, float | int]:
-    tag = uuid.uuid4().hex
-    os.environ["BROWSERD_BENCH_RUN"] = tag  # inherited by every Chrome we start
+    run_dir = tempfile.mkdtemp(prefix="browserd-bench-")
+    os.environ["TMPDIR"] = run_dir  # Chrome profiles go here, so their command lines name it
+    tempfile.tempdir = None
     with serve_directory({"index.html": PAGE}) as origin:
         url = origin + "/index.html"
         warm = await _warm_leases(url, leases, hold)
@@ -91,14 +73,16 @@ async def run(leases: int, cold_runs: int, hold: float) -> dict[str, float | int
     p50 = statistics.median(warm)
     p95 = statistics.quantiles(warm, n=20)[18] if len(warm) >= 20 else max(warm)
     cold_ms = statistics.median(cold)
-    return {
+    figures: dict[str, float | int] = {
         "warm_lease_p50_ms": round(p50, 3),
         "warm_lease_p95_ms": round(p95, 3),
         "cold_launch_and_page_ms": round(cold_ms, 1),
         "ratio_cold_over_warm": round(cold_ms / max(p50, 1e-3), 1),
         "leases": len(warm),
-        "leaked_processes": len(_tagged_chrome_pids(tag)),
+        "leaked_processes": len(chrome_pids(run_dir)),
     }
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return figures
 
 
 def main() -> None:

@@ -202,6 +202,32 @@ def process_tree(root_pid: int) -> list[int]:
     return tree
 
 
+def chrome_pids(marker: str) -> set[int]:
+    """Running (non-zombie) Chrome processes whose command line contains ``marker``.
+
+    Chrome hands its ``--user-data-dir`` to every child it starts (zygotes, renderers,
+    utilities), so a profile path, or the temp directory it lives in, names a browser's whole
+    process tree, even after the browser itself has died.
+    """
+    needle = marker.encode()
+    found = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+            end = stat.rfind(b")")
+            if b"chrom" not in stat[stat.find(b"(") + 1 : end].lower() or stat[end + 2 : end + 3] == b"Z":
+                continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                if needle in fh.read():
+                    found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 def tree_memory_bytes(root_pid: int) -> int:
     """Proportional set size of a process and its descendants.
 
