@@ -1,0 +1,163 @@
+"""Writes dashboards/browserd.json, the Grafana dashboard the compose stack provisions.
+
+Edit the panels here, then run ``python docker/grafana/dashboard.py``; tests/ops checks that the
+JSON file matches this script's output and that every metric it queries exists. Panels are laid
+out left to right in rows of 24 grid units, so no panel needs coordinates by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).parent / "dashboards" / "browserd.json"
+DS = {"type": "prometheus", "uid": "${datasource}"}
+RATE = "$__rate_interval"
+
+
+def q(expr: str, legend: str = "") -> dict[str, Any]:
+    return {"expr": expr, "legendFormat": legend}
+
+
+def quantiles(metric: str, by: str = "", qs: tuple[float, ...] = (0.5, 0.95)) -> list[dict[str, Any]]:
+    """p50/p95 of a histogram, optionally one line per ``by`` label."""
+    labels = f"le, {by}" if by else "le"
+    return [
+        q(f"histogram_quantile({x}, sum by ({labels}) (rate({metric}_bucket[{RATE}])))",
+          f"p{int(x * 100)}" + (f" {{{{{by}}}}}" if by else ""))
+        for x in qs
+    ]
+
+
+def panel(kind: str, title: str, targets: list[dict[str, Any]], w: int, h: int, unit: str = "short",
+          stack: bool = False, description: str = "") -> dict[str, Any]:
+    custom = {"stacking": {"mode": "normal"}, "fillOpacity": 40} if stack else {"fillOpacity": 10}
+    return {
+        "type": kind, "title": title, "description": description, "datasource": DS,
+        "gridPos": {"w": w, "h": h},
+        "targets": [{"refId": chr(65 + i), "datasource": DS, **t} for i, t in enumerate(targets)],
+        "fieldConfig": {"defaults": {"unit": unit, **({"custom": custom} if kind == "timeseries" else {})},
+                        "overrides": []},
+        "options": {"legend": {"displayMode": "list", "placement": "bottom"}} if kind == "timeseries"
+        else {"reduceOptions": {"calcs": ["lastNotNull"]}, "colorMode": "value"},
+    }
+
+
+def graph(title: str, targets: list[dict[str, Any]], unit: str = "short", **kw: Any) -> dict[str, Any]:
+    return panel("timeseries", title, targets, w=12, h=8, unit=unit, **kw)
+
+
+def stat(title: str, expr: str, unit: str = "short", h: int = 4, **kw: Any) -> dict[str, Any]:
+    return panel("stat", title, [q(expr)], w=6, h=h, unit=unit, **kw)
+
+
+def row(title: str) -> dict[str, Any]:
+    return {"type": "row", "title": title, "collapsed": False, "gridPos": {"w": 24, "h": 1}, "panels": []}
+
+
+FINISHED = f'sum(rate(browserd_jobs_total{{state=~"succeeded|failed"}}[{RATE}]))'
+TOKENS = 'sum({fn}(browserd_llm_tokens_total{{direction="{d}"}}[{r}]))'
+
+
+def cost(fn: str, window: str) -> str:
+    """USD from token counts and the dashboard's price variables (USD per million tokens)."""
+    used = {d: TOKENS.format(fn=fn, d=d, r=window) for d in ("input", "output")}
+    return f"({used['input']} * $price_input + {used['output']} * $price_output) / 1e6"
+
+
+PANELS = [
+    row("Jobs"),
+    stat("Throughput (jobs/min)", f"sum(rate(browserd_jobs_total[{RATE}])) * 60"),
+    stat("Success rate", f'sum(rate(browserd_jobs_total{{state="succeeded"}}[$__range])) / '
+         f'sum(rate(browserd_jobs_total{{state=~"succeeded|failed"}}[$__range]))', "percentunit"),
+    stat("Jobs running", 'sum(browserd_jobs{state="running"})'),
+    stat("Workers up", "max(browserd_workers_up)"),
+    graph("Throughput by final state (jobs/min)", [q(f"sum by (state) (rate(browserd_jobs_total[{RATE}])) * 60",
+                                                     "{{state}}")], stack=True),
+    graph("Success rate and failures by category (share of finished jobs)", [
+        q(f'sum(rate(browserd_jobs_total{{state="succeeded"}}[{RATE}])) / {FINISHED}', "success rate"),
+        q(f'sum by (category) (rate(browserd_jobs_total{{state="failed"}}[{RATE}])) / scalar({FINISHED})',
+          "failed: {{category}}"),
+    ], "percentunit"),
+    graph("Job duration", quantiles("browserd_job_duration_seconds"), "s"),
+    graph("Queue wait (enqueue to start)", quantiles("browserd_job_queue_wait_seconds"), "s"),
+    row("Queue"),
+    graph("Queue depth by queue", [q("sum by (queue) (browserd_queue_depth)", "{{queue}}")], stack=True),
+    graph("Jobs by state", [q('sum by (state) (browserd_jobs{state=~"queued|running|retrying"})', "{{state}}")]),
+    row("Agent steps"),
+    graph("Step time breakdown (seconds per step)", [
+        q(f"sum by (phase) (rate(browserd_step_duration_seconds_sum[{RATE}])) / "
+          f"scalar(sum(rate(browserd_agent_steps_total[{RATE}])))", "{{phase}}"),
+    ], "s", stack=True, description="Mean time per step in DOM capture, LLM calls and actions."),
+    graph("Steps per second", [q(f"sum(rate(browserd_agent_steps_total[{RATE}]))", "steps/s")]),
+    graph("DOM capture time", quantiles("browserd_dom_capture_seconds"), "s"),
+    graph("Elements per capture", quantiles("browserd_dom_elements")),
+    row("LLM"),
+    graph("Tokens per second by model", [
+        q(f"sum by (model, direction) (rate(browserd_llm_tokens_total[{RATE}]))", "{{model}} {{direction}}"),
+    ], stack=True),
+    graph("LLM cost (USD/hour)", [q(f"{cost('rate', RATE)} * 3600", "USD/hour")], "currencyUSD",
+          description="Token rates times the dashboard's price variables (USD per million tokens)."),
+    stat("LLM cost over the range (USD)", cost("increase", "$__range"), "currencyUSD", h=8),
+    stat("LLM error share", f'sum(rate(browserd_llm_requests_total{{outcome!="ok"}}[$__range])) / '
+         f"sum(rate(browserd_llm_requests_total[$__range]))", "percentunit", h=8),
+    graph("LLM requests by outcome", [q(f"sum by (outcome) (rate(browserd_llm_requests_total[{RATE}]))",
+                                        "{{outcome}}")], "reqps", stack=True),
+    graph("LLM latency by model", quantiles("browserd_llm_latency_seconds", "model"), "s"),
+    row("Browser pool"),
+    graph("Pool health: browsers by state, leases in use", [
+        q("sum by (state) (browserd_pool_browsers)", "browsers {{state}}"),
+        q("sum(browserd_pool_leases_in_use)", "leases in use"),
+    ]),
+    graph("Lease wait", quantiles("browserd_pool_lease_wait_seconds"), "s"),
+    graph("Browser crashes and recycles", [
+        q(f"sum(increase(browserd_browser_crashes_total[{RATE}]))", "crashes"),
+        q(f"sum by (reason) (increase(browserd_browser_recycles_total[{RATE}]))", "recycled: {{reason}}"),
+    ]),
+]
+
+
+def layout(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Place panels left to right, wrapping at 24 units; rows start a new line."""
+    x = y = line_h = 0
+    for number, p in enumerate(panels, start=1):
+        w, h = p["gridPos"]["w"], p["gridPos"]["h"]
+        if x + w > 24 or p["type"] == "row":
+            x, y, line_h = 0, y + line_h, 0
+        p["id"], p["gridPos"] = number, {"x": x, "y": y, "w": w, "h": h}
+        x, line_h = x + w, max(line_h, h)
+        if p["type"] == "row":
+            x, y, line_h = 0, y + h, 0
+    return panels
+
+
+def textbox(name: str, label: str, default: str) -> dict[str, Any]:
+    return {"type": "textbox", "name": name, "label": label, "query": default, "hide": 0,
+            "current": {"text": default, "value": default}, "options": [{"text": default, "value": default,
+                                                                        "selected": True}]}
+
+
+def dashboard() -> dict[str, Any]:
+    return {
+        "uid": "browserd", "title": "browserd", "tags": ["browserd"], "editable": True,
+        "schemaVersion": 39, "version": 1, "refresh": "30s", "timezone": "browser", "graphTooltip": 1,
+        "time": {"from": "now-6h", "to": "now"},
+        "annotations": {"list": []},
+        "templating": {"list": [
+            {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus",
+             "hide": 0, "current": {"text": "Prometheus", "value": "prometheus"}},
+            textbox("price_input", "USD per 1M input tokens", "0.15"),
+            textbox("price_output", "USD per 1M output tokens", "0.60"),
+        ]},
+        "panels": layout([json.loads(json.dumps(p)) for p in PANELS]),
+    }
+
+
+def render() -> str:
+    return json.dumps(dashboard(), indent=2) + "\n"
+
+
+if __name__ == "__main__":
+    OUT.write_text(render())
+    print(f"wrote {OUT}")

@@ -1,0 +1,238 @@
+"""The deployment files: compose validates, Prometheus scrapes what the compose file runs, alert
+rules and the Grafana dashboard are well formed and query only metrics browserd exports, and the
+image is set up with the README's own commands. (No Docker engine runs here; this is what can be
+checked without one.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from daemon import metrics
+from tests.support.redis_server import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKER = REPO / "docker"
+COMPOSE = DOCKER / "docker-compose.yml"
+BROWSERD_SERVICES = {"api": "serve", "worker": "worker", "beat": "beat"}
+DURATION = re.compile(r"^\d+[smhd]$")
+METRIC = re.compile(r"\bbrowserd_[a-z_]+\b")
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    """The compose file as Compose resolves it when ``docker-compose`` is installed, else parsed here."""
+    if shutil.which("docker-compose") is None:
+        return load_yaml(COMPOSE)
+    done = subprocess.run(["docker-compose", "-f", str(COMPOSE), "config"], capture_output=True, text=True,
+                          cwd=DOCKER, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)
+
+
+def command(service: dict[str, Any]) -> list[str]:
+    cmd = service.get("command", [])
+    return cmd.split() if isinstance(cmd, str) else [str(c) for c in cmd]
+
+
+def mounts(service: dict[str, Any]) -> dict[str, str]:
+    """Container path -> host path (relative ones resolved against docker/)."""
+    found = {}
+    for volume in service.get("volumes", []):
+        if isinstance(volume, dict):
+            source, target = volume.get("source", ""), volume["target"]
+        else:
+            source, target = volume.split(":")[:2]
+        found[target] = str((DOCKER / source).resolve()) if source.startswith(".") else source
+    return found
+
+
+def test_compose_runs_the_stack(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert set(services) == {"redis", "api", "worker", "beat", "prometheus", "grafana"}
+    for name, sub in BROWSERD_SERVICES.items():
+        service = services[name]
+        assert command(service) == ["browserd", sub]
+        assert service["environment"]["BROWSERD_REDIS_URL"] == "redis://redis:6379/0"
+        assert service["build"]["dockerfile"] == "docker/Dockerfile"
+        assert "redis" in service["depends_on"]
+    assert services["api"]["environment"]["BROWSERD_API_HOST"] == "0.0.0.0"
+
+
+def test_workers_scale(compose: dict[str, Any]) -> None:
+    """``--scale worker=N`` needs no fixed name and no host port; each worker serves metrics."""
+    worker = compose["services"]["worker"]
+    assert "container_name" not in worker and "ports" not in worker
+    assert "worker" in " ".join(worker["healthcheck"]["test"])
+
+
+def test_redis_keeps_every_job(compose: dict[str, Any]) -> None:
+    redis = command(compose["services"]["redis"])
+    flags = dict(zip(redis[1::2], redis[2::2]))
+    assert redis[0] == "redis-server"
+    assert flags["--appendonly"] == "yes"
+    assert flags["--maxmemory-policy"] == "noeviction"
+    assert mounts(compose["services"]["redis"])["/data"] == "redis-data"  # a named volume: AOF outlives the container
+
+
+def test_prometheus_and_grafana_get_their_config(compose: dict[str, Any]) -> None:
+    prometheus, grafana = (mounts(compose["services"][n]) for n in ("prometheus", "grafana"))
+    assert Path(prometheus["/etc/prometheus"]) == DOCKER / "prometheus"
+    assert Path(grafana["/etc/grafana/provisioning"]) == DOCKER / "grafana" / "provisioning"
+    dashboards = Path(grafana["/etc/grafana/dashboards"])
+    provider = load_yaml(DOCKER / "grafana/provisioning/dashboards/browserd.yml")["providers"][0]
+    assert provider["type"] == "file" and provider["options"]["path"] == "/etc/grafana/dashboards"
+    assert (dashboards / "browserd.json").is_file()
+    source = load_yaml(DOCKER / "grafana/provisioning/datasources/prometheus.yml")["datasources"][0]
+    assert source["type"] == "prometheus" and source["url"] == "http://prometheus:9090"
+
+
+def test_prometheus_scrapes_the_api_and_every_worker(compose: dict[str, Any]) -> None:
+    config = load_yaml(DOCKER / "prometheus/prometheus.yml")
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert jobs["browserd-api"]["static_configs"][0]["targets"] == ["api:8080"]
+    (sd,) = jobs["browserd-worker"]["dns_sd_configs"]
+    assert sd["names"] == ["worker"] and sd["type"] == "A"
+    assert str(sd["port"]) == str(compose["services"]["worker"]["environment"]["BROWSERD_METRICS_PORT"])
+    for rule_file in config["rule_files"]:
+        assert (DOCKER / "prometheus" / Path(rule_file).name).is_file()
+        assert rule_file.startswith("/etc/prometheus/")
+
+
+def balanced(expr: str) -> bool:
+    depth: list[str] = []
+    pairs = {")": "(", "]": "[", "}": "{"}
+    for char in re.sub(r'"[^"]*"', '""', expr):
+        if char in "([{":
+            depth.append(char)
+        elif char in pairs and (not depth or depth.pop() != pairs[char]):
+            return False
+    return not depth
+
+
+def assert_known_metrics(exprs: list[str]) -> None:
+    used = {name for expr in exprs for name in METRIC.findall(expr)}
+    assert used, "no browserd metric queried"
+    unknown = used - metrics.metric_names()
+    assert not unknown, f"not defined in daemon/metrics.py: {sorted(unknown)}"
+    assert all(balanced(e) for e in exprs), [e for e in exprs if not balanced(e)]
+
+
+def test_alert_rules() -> None:
+    groups = load_yaml(DOCKER / "prometheus/alerts.yml")["groups"]
+    rules = [rule for group in groups for rule in group["rules"]]
+    names = [rule["alert"] for rule in rules]
+    assert len(names) == len(set(names))
+    assert {"BrowserdQueueGrowing", "BrowserdFailureRateHigh", "BrowserdNoWorkers", "BrowserdCrashStorm"} <= set(names)
+    for rule in rules:
+        assert DURATION.match(rule["for"]), rule["alert"]
+        assert rule["labels"]["severity"] in {"warning", "critical"}
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+    assert_known_metrics([rule["expr"] for rule in rules])
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict[str, Any]:
+    return json.loads((DOCKER / "grafana/dashboards/browserd.json").read_text())
+
+
+def test_dashboard_file_is_what_its_script_writes(dashboard: dict[str, Any]) -> None:
+    script = runpy.run_path(str(DOCKER / "grafana/dashboard.py"))
+    assert json.loads(script["render"]()) == dashboard, "run: python docker/grafana/dashboard.py"
+
+
+def overlaps(a: dict[str, int], b: dict[str, int]) -> bool:
+    return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
+
+
+def test_dashboard_is_valid_grafana_json(dashboard: dict[str, Any]) -> None:
+    assert isinstance(dashboard["schemaVersion"], int) and dashboard["schemaVersion"] >= 36
+    assert dashboard["uid"] and dashboard["title"]
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    for i, p in enumerate(panels):
+        grid = p["gridPos"]
+        assert all(isinstance(grid[k], int) for k in "xywh") and grid["x"] + grid["w"] <= 24
+        assert not any(overlaps(grid, other["gridPos"]) for other in panels[:i]), p["title"]
+        if p["type"] != "row":
+            assert p["type"] in {"timeseries", "stat"} and p["targets"], p["title"]
+            assert all(t["refId"] and t["expr"] for t in p["targets"])
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    exprs = [t["expr"] for p in panels for t in p.get("targets", [])]
+    used = {v for e in exprs for v in re.findall(r"\$(\w+)", e) if not v.startswith("__")}
+    assert used <= variables
+    assert_known_metrics(exprs)
+
+
+def test_dashboard_covers_what_operators_watch(dashboard: dict[str, Any]) -> None:
+    titles = " | ".join(p["title"].lower() for p in dashboard["panels"])
+    for topic in ("throughput", "success rate", "by category", "queue depth", "step time", "tokens", "cost",
+                  "pool health", "crashes"):
+        assert topic in titles, topic
+
+
+def test_image_is_set_up_with_the_readmes_commands() -> None:
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    instructions = [line.split(None, 1) for line in re.sub(r"\\\n", " ", dockerfile).splitlines()
+                    if line.strip() and not line.lstrip().startswith("#")]
+    assert instructions[0] == ["FROM", "debian:bookworm-slim"]
+    quickstart = re.search(r"```sh\n(.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
+    setup = {cmd.strip() for line in quickstart.splitlines() for cmd in line.split("#")[0].split("&&")
+             if cmd.strip().startswith("bash ")}
+    assert setup == {"bash .ci/setup"}
+    runs = [args for op, args in instructions if op == "RUN"]
+    assert any(args.startswith("bash .ci/setup") for args in runs)
+    users = [args.strip() for op, args in instructions if op == "USER"]
+    assert users and users[-1] not in {"root", "0"}
+    ops = [op for op, _ in instructions]
+    assert ops.index("USER") > max(i for i, (op, a) in enumerate(instructions) if op == "RUN" and ".ci/setup" in a)
+    assert "HEALTHCHECK" in ops and "browserd" in dict(instructions)["CMD"]
+    ignored = (DOCKER / "Dockerfile.dockerignore").read_text().split()
+    assert ".venv" in ignored and ".git" in ignored
+
+
+class _Status(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(200 if self.path in ("/healthz", "/metrics") else 500)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def status_server() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Status)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("role, variable", [("api", "BROWSERD_API_PORT"), ("worker", "BROWSERD_METRICS_PORT")])
+def test_healthcheck(status_server: int, role: str, variable: str) -> None:
+    def check(port: int, *args: str) -> int:
+        env = {"PATH": "/usr/bin:/bin", variable: str(port)}
+        return subprocess.run([sys.executable, str(DOCKER / "healthcheck.py"), *args], env=env,
+                              capture_output=True, timeout=30).returncode
+
+    assert check(status_server, role) == 0
+    assert check(free_port(), role) == 1  # nothing listening
+    assert check(status_server, f"http://127.0.0.1:{status_server}/broken") == 1
