@@ -44,6 +44,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from cdp import BrowserPool, PoolStats
 from daemon.keys import Keys
 from workers.models import FailureCategory, JobStatus, Priority, StepRecord
 
@@ -128,6 +129,13 @@ def _observe(histogram: Histogram, value: float | None) -> None:
         histogram.observe(value)
 
 
+def _gauge(name: str, doc: str, label: str | None = None, values: dict[str, float] | None = None) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=[label] if label else None)
+    for key, value in (values or {}).items():
+        family.add_metric([key], value)
+    return family
+
+
 # --- what the other layers call ------------------------------------------------------------
 
 
@@ -169,13 +177,6 @@ def observe_dom_capture(seconds: float, elements: int) -> None:
 # --- the browser pool ----------------------------------------------------------------------
 
 
-def _gauge(name: str, doc: str, label: str | None = None, values: dict[str, float] | None = None) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, doc, labels=[label] if label else None)
-    for key, value in (values or {}).items():
-        family.add_metric([key], value)
-    return family
-
-
 class PoolCollector(Collector):
     """Browsers by state and leases in use, read from ``pool.stats()`` of each attached pool.
 
@@ -184,9 +185,9 @@ class PoolCollector(Collector):
     """
 
     def __init__(self) -> None:
-        self.pools: list[Any] = []
+        self.pools: list[BrowserPool] = []
 
-    def attach(self, pool: Any) -> Callable[[], None]:
+    def attach(self, pool: BrowserPool) -> Callable[[], None]:
         """Export ``pool``'s gauges and count its events; returns the function that detaches it."""
         def listener(event: str, **data: Any) -> None:
             if pool in self.pools:
@@ -204,7 +205,7 @@ class PoolCollector(Collector):
             yield from self._families([_stats(pool) for pool in list(self.pools)])
 
     @staticmethod
-    def _families(stats: list[Any]) -> Iterator[Metric]:
+    def _families(stats: list[PoolStats]) -> Iterator[Metric]:
         by_state = {s: sum(st.browsers.get(s, 0) for st in stats) for s in POOL_STATES} if stats else {}
         yield _gauge("browserd_pool_browsers", "Browsers in the pool, by state.", "state", by_state)
         leases = GaugeMetricFamily("browserd_pool_leases_in_use", "Browser contexts leased to jobs now.")
@@ -213,7 +214,7 @@ class PoolCollector(Collector):
         yield leases
 
 
-def _stats(pool: Any) -> Any:
+def _stats(pool: BrowserPool) -> PoolStats:
     for _ in range(2):
         try:
             return pool.stats()
@@ -239,7 +240,7 @@ POOLS = PoolCollector()
 REGISTRY.register(POOLS)
 
 
-def instrument_pool(pool: Any) -> Callable[[], None]:
+def instrument_pool(pool: BrowserPool) -> Callable[[], None]:
     """Call once after creating a ``cdp.BrowserPool``; call the returned function when closing it."""
     return POOLS.attach(pool)
 

@@ -69,8 +69,8 @@ def cost(fn: str, window: str) -> str:
 PANELS = [
     row("Jobs"),
     stat("Throughput (jobs/min)", f"sum(rate(browserd_jobs_total[{RATE}])) * 60"),
-    stat("Success rate", f'sum(rate(browserd_jobs_total{{state="succeeded"}}[$__range])) / '
-         f'sum(rate(browserd_jobs_total{{state=~"succeeded|failed"}}[$__range]))', "percentunit"),
+    stat("Success rate", 'sum(rate(browserd_jobs_total{state="succeeded"}[$__range])) / '
+         'sum(rate(browserd_jobs_total{state=~"succeeded|failed"}[$__range]))', "percentunit"),
     stat("Jobs running", 'sum(browserd_jobs{state="running"})'),
     stat("Workers up", "max(browserd_workers_up)"),
     graph("Throughput by final state (jobs/min)", [q(f"sum by (state) (rate(browserd_jobs_total[{RATE}])) * 60",
@@ -100,8 +100,8 @@ PANELS = [
     graph("LLM cost (USD/hour)", [q(f"{cost('rate', RATE)} * 3600", "USD/hour")], "currencyUSD",
           description="Token rates times the dashboard's price variables (USD per million tokens)."),
     stat("LLM cost over the range (USD)", cost("increase", "$__range"), "currencyUSD", h=8),
-    stat("LLM error share", f'sum(rate(browserd_llm_requests_total{{outcome!="ok"}}[$__range])) / '
-         f"sum(rate(browserd_llm_requests_total[$__range]))", "percentunit", h=8),
+    stat("LLM error share", 'sum(rate(browserd_llm_requests_total{outcome!="ok"}[$__range])) / '
+         "sum(rate(browserd_llm_requests_total[$__range]))", "percentunit", h=8),
     graph("LLM requests by outcome", [q(f"sum by (outcome) (rate(browserd_llm_requests_total[{RATE}]))",
                                         "{{outcome}}")], "reqps", stack=True),
     graph("LLM latency by model", quantiles("browserd_llm_latency_seconds", "model"), "s"),

@@ -236,3 +236,18 @@ def test_healthcheck(status_server: int, role: str, variable: str) -> None:
     assert check(status_server, role) == 0
     assert check(free_port(), role) == 1  # nothing listening
     assert check(status_server, f"http://127.0.0.1:{status_server}/broken") == 1
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) not installed")
+def test_promql_parses_with_promtool(dashboard: dict[str, Any], tmp_path: Path) -> None:
+    """Prometheus's own parser on the alert rules and on every dashboard query (as recording rules)."""
+    grafana_vars = {"$__rate_interval": "5m", "$__range": "1h", "$price_input": "0.15", "$price_output": "0.6"}
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    for var, value in grafana_vars.items():
+        exprs = [e.replace(var, value) for e in exprs]
+    recorded = {"groups": [{"name": "dashboard", "rules": [{"record": f"dashboard:q{i}", "expr": e}
+                                                           for i, e in enumerate(exprs)]}]}
+    (tmp_path / "dashboard.yml").write_text(yaml.safe_dump(recorded))
+    for rules in (DOCKER / "prometheus/alerts.yml", tmp_path / "dashboard.yml"):
+        done = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
