@@ -210,10 +210,11 @@ class FrameAnalysis:
         return None if x2 < x1 else (x1, y1, x2 - x1, y2 - y1)
 
     def _drop_redundant_labels(self, keep: dict[int, Rect]) -> None:
-        """A label is offered only when its control is not (a styled checkbox hides its input)."""
+        """A label is offered only for a control that is not (a styled checkbox hides its input);
+        a label of nothing is just text."""
         for i in [i for i in self.cands.labels if i in keep]:
             control = self._label_control(i)
-            if control is not None and control in keep:
+            if control is None or control in keep:
                 del keep[i]
 
     def _label_control(self, label: int) -> int | None:

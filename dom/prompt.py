@@ -13,12 +13,14 @@ from dom.model import Element, ScrollInfo
 from dom.rules import implicit_role
 from dom.untrusted import neutralize, wrap
 
-ATTRS = ("type", "role", "name", "placeholder", "aria-label", "title", "alt", "aria-expanded", "aria-checked", "aria-selected")
+ATTRS = ("type", "role", "name", "placeholder", "aria-label", "title", "alt", "aria-expanded", "aria-checked")
+# shown only when an element would otherwise be an empty ``<tag />``: an icon button's class says what it is
+HINTS = ("id", "class")
 DEFAULT_TYPES = {"input": "text", "button": "submit"}
 TEXT_IF_DIFFERENT = ("aria-label", "title", "placeholder", "alt")
-ATTR_CAP = 40
-ELEMENT_TEXT_CAP = 80
-LINE_CAP = 120
+ATTR_CAP = 24
+ELEMENT_TEXT_CAP = 60
+LINE_CAP = 80
 OPTIONS_SHOWN = 8
 
 # A line is (depth, element index) or (depth, loose text).
@@ -52,6 +54,10 @@ def _attributes(el: Element) -> list[tuple[str, str]]:
         out.append(("value", el.value))
     if el.checked:
         out.append(("checked", "true"))
+    if not out and not el.text and not el.options:
+        hint = next((k for k in HINTS if attrs.get(k, "").strip()), None)
+        if hint:
+            out.append((hint, attrs[hint].split()[0] if hint == "class" else attrs[hint]))
     if el.scrollable is not None:
         out.append(("scroll", f"{el.scrollable.above:g}px_above,{el.scrollable.below:g}px_below"))
     return out

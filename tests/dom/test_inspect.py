@@ -1,0 +1,87 @@
+"""``browserd inspect`` on fixture pages (the real CLI, in a subprocess) and on the 24 saved real pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+import cdp
+from cdp import BrowserPool, PoolConfig
+from daemon.commands.inspect import render
+from tests.conftest import SHARED_PAGES
+from tests.support.servers import StaticServer, serve
+
+OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
+SHARED = sorted(p.relative_to(SHARED_PAGES).as_posix() for p in SHARED_PAGES.rglob("*.html")) if SHARED_PAGES.is_dir() else []
+
+
+# The command's Chrome keeps its profile in a temp dir of its own, so leftovers can be counted exactly.
+COMMAND_TMP = os.path.join(tempfile.gettempdir(), f"inspect-{uuid.uuid4().hex[:12]}")
+
+
+def browserd(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real command, in a subprocess."""
+    os.makedirs(COMMAND_TMP, exist_ok=True)
+    env = {**os.environ, "BROWSERD_CHROME_ARGS": json.dumps([OFFLINE]), "TMPDIR": COMMAND_TMP}
+    return subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "inspect", *args],
+        capture_output=True, text=True, timeout=120, env=env, cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+def left_running() -> set[int]:
+    return cdp.chrome_pids(COMMAND_TMP)
+
+
+def test_inspect_text_and_json(site):
+    out = browserd(site.url("/dom/modal.html"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Modal\n") and "[1]<button>Accept />" in out.stdout
+    out = browserd(site.url("/dom/scroll.html"), "--format", "json", "--viewport-expansion", "-1")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    ids = {el["attributes"].get("id") for el in data["elements"]}
+    assert {"b0", "b1", "b2", "b3"} <= ids
+    first = data["elements"][0]
+    assert {"index", "tag", "attributes", "text", "box", "frame_id", "backend_node_id"} <= set(first)
+    assert not left_running()  # the command closed its browser
+
+
+def test_inspect_fails_cleanly_and_closes_chrome():
+    out = browserd("http://unreachable.invalid/")
+    assert out.returncode == 1 and "navigation to http://unreachable.invalid/ failed" in out.stderr
+    assert not left_running()
+
+
+@pytest.fixture(scope="module")
+def shared_site() -> Iterator[StaticServer]:
+    if not SHARED:
+        pytest.skip(f"no saved pages in {SHARED_PAGES}")
+    with serve(SHARED_PAGES) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module")
+async def offline_pool() -> AsyncIterator[BrowserPool]:
+    async with BrowserPool(PoolConfig(browsers=1, warm=1, chrome_args=[OFFLINE])) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("name", SHARED or ["(none)"])
+async def test_inspect_every_saved_page(shared_site, offline_pool, name):
+    async with offline_pool.lease() as lease:
+        text = await render(lease.page, shared_site.url(name), viewport_expansion=-1)
+        assert text.count("untrusted_content_") == 3  # the note, the opening and the closing tag
+        assert "[Start of page]" in text
+        data = json.loads(await render(lease.page, shared_site.url(name), fmt="json"))
+        for el in data["elements"]:
+            assert el["backend_node_id"] > 0 and el["box"][2] > 0 and el["box"][3] > 0
