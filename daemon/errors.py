@@ -67,7 +67,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     fields = []
     for err in exc.errors():
-        msg = str(err.get("msg", "invalid value"))
+        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
         if err.get("type") == "json_invalid":
             msg = "the body is not valid JSON: " + str(err.get("ctx", {}).get("error", msg))
         fields.append(FieldError(field=field_name(err.get("loc", ())), message=msg))

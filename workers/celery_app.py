@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from config import ConfigError, Settings, get_settings
 
@@ -88,7 +88,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_send_task_events": True,
         "task_send_sent_event": True,
         # Separate queues per priority; a worker consumes all three, high first.
-        "task_queues": [Queue(name, routing_key=name) for name in QUEUES],
+        "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
         "task_default_queue": "normal",
         "task_create_missing_queues": False,
         "worker_hijack_root_logger": False,

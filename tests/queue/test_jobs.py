@@ -38,12 +38,13 @@ def idle(s: Stack) -> None:
 def test_30_script_jobs_over_2_workers_all_succeed(deploy: Stack, site: StaticServer) -> None:
     jobs = [deploy.submit({"script": script(site.url("/cdp/basic.html"), waits=1, text=f"ok {i}"),
                            "labels": {"suite": "thirty"}}) for i in range(30)]
-    assert all(j["state"] == "queued" and j["created"] for j in jobs)
+    assert all(j["created"] and j["state"] in ("queued", "running") for j in jobs)
     done = [deploy.wait_state(j["id"], {"succeeded", "failed", "cancelled"}, timeout=180) for j in jobs]
 
     assert [d["state"] for d in done] == ["succeeded"] * 30, [d.get("error") for d in done]
     assert [d["result"]["final_answer"] for d in done] == [f"ok {i}" for i in range(30)]
-    assert all(d["attempts"] == 1 and d["progress"]["step"] == d["progress"]["max_steps"] == 3 for d in done)
+    assert all(d["attempts"] == 1 and d["progress"]["step"] == d["progress"]["max_steps"] == 3 for d in done), [
+        (d["attempts"], d["progress"]) for d in done]
     assert len({d["worker"] for d in done}) == 2, "both worker processes should have run jobs"
     _, page = deploy.call("GET", "/v1/jobs?label=suite=thirty&state=succeeded&limit=200")
     assert {j["id"] for j in page["jobs"]} == {j["id"] for j in jobs}
