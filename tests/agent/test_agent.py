@@ -236,3 +236,36 @@ async def test_cancel_between_actions(pool, site, llm, settings):
     assert [(a.name, a.ok) for a in actions] == [("scroll_to_bottom", True), ("wait", False)]
     assert actions[1].error == "cancelled while waiting"
     assert len(answered) == 1
+
+
+async def test_job_timeout(pool, site, llm, settings):
+    llm.add(PLANNER, plan())
+    llm.add(NAVIGATOR, act({"wait": {"seconds": 0}}, delay=30))
+    result, _, _ = await run(pool, settings, task="anything", start_url=site.url("agent/dropdown.html"), timeout=2)
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.timeout)
+    assert result.error == "job timed out after 2s"
+
+
+async def test_actions_in_a_cross_origin_iframe(pool, site, denied_site, llm, settings):
+    inner = quote(denied_site.url("agent/inner.html"), safe="")  # localhost: another site, its own process
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="subscribed"))
+    seen: list[str] = []
+
+    def navigator(request):
+        state = last_state(request)
+        seen.append(state)
+        if len(seen) == 1:
+            return act({"wait": {"seconds": 0.5}})  # let the frame load
+        if len(seen) == 2:
+            idx = {name: int(line.split("]")[0].split("[")[-1]) for line in state.splitlines()
+                   for name in ("<input", "<select", "<button") if name in line}
+            return act({"input_text": {"index": idx["<input"], "text": "ada@example.com"}},
+                       {"select_dropdown_option": {"index": idx["<select"], "text": "Weekly"}},
+                       {"click_element": {"index": idx["<button"]}})
+        return act({"done": {"text": "ok"}})
+
+    llm.responder = navigator
+    result, text, _ = await run(pool, settings, task="subscribe", start_url=site.url(f"agent/outer.html?inner={inner}"))
+    assert result.status == JobStatus.succeeded, result.error
+    assert "received: ada@example.com Weekly" in text
+    assert all(a.ok for s in result.steps for a in s.actions)

@@ -7,13 +7,15 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
+import dom
+
 from workers.agent.actions.registry import action
 from workers.agent.actions.schemas import CacheContent, Done, ExtractContent, ExtractFields
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
 from workers.agent.llm import ToolSpec, call_structured
 from workers.agent.prompts import SECURITY_RULES, extractor_system
-from workers.agent.wrapping import untrusted, user_request
+from workers.agent.wrapping import user_request
 
 MAX_EXTRACT_CHARS = 60_000
 
@@ -70,7 +72,7 @@ async def extract_content(ctx: JobContext, p: ExtractContent) -> ActionResult:
     messages = [
         SystemMessage(extractor_system(SECURITY_RULES)),
         HumanMessage(f"{user_request(f'Task: {ctx.task}' + chr(10) + f'Extract: {goal}')}\n"
-                     f"Page {state.url}:\n{untrusted(text[:MAX_EXTRACT_CHARS])}"),
+                     f"Page {state.url}:\n{dom.wrap_text(text[:MAX_EXTRACT_CHARS])}"),
     ]
     reply = await call_structured(ctx.llms.for_role("extractor"), messages, tool, role="extractor",
                                   cancel=ctx.cancel, retry=ctx.llms.retry)
