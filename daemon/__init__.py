@@ -1,0 +1,10 @@
+"""The daemon: the job store in Redis, the HTTP API (``daemon.api.create_app``) and the ``browserd`` CLI.
+
+The API module is not imported here (it pulls in FastAPI); import ``daemon.api`` where it is served.
+"""
+
+from daemon.keys import Keys
+from daemon.records import JobEvent, JobRecord, Progress
+from daemon.store import Claim, JobStore, Page, connect
+
+__all__ = ["Claim", "JobEvent", "JobRecord", "JobStore", "Keys", "Page", "Progress", "connect"]

@@ -240,11 +240,11 @@ async def readyz(store: Store) -> Health:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or get_settings()
-    if not settings.redis_url:
-        from config import ConfigError
+    from workers.celery_app import broker_url, check_limits
 
-        raise ConfigError("BROWSERD_REDIS_URL is not set; the API keeps jobs in Redis")
+    settings = settings or get_settings()
+    broker_url(settings)
+    check_limits(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -7,6 +7,7 @@ and a redelivered message can race freely: exactly one of them wins each transit
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from daemon.records import JobEvent, JobRecord, now
 from workers.models import JobResult, JobSpec, StepRecord
 
 LIST_LIMIT_MAX = 200
+JOB_ID = re.compile(r"^[0-9a-f]{32}$")  # uuid4().hex; anything else names no job (and no other key)
 
 
 @dataclass(frozen=True)
@@ -124,12 +126,16 @@ class JobStore:
 
     async def cancel(self, job_id: str) -> tuple[str, str]:
         """(outcome, state): missing | finished | cancelled | requested."""
+        if not JOB_ID.match(job_id):
+            return "missing", ""
         outcome, state = await self._cancel(keys=[], args=self._argv(job_id, self.result_ttl))
         return outcome, state
 
     # --- reads -----------------------------------------------------------------------------
 
     async def get(self, job_id: str) -> JobRecord | None:
+        if not JOB_ID.match(job_id):
+            return None
         raw = await self.redis.hgetall(self.keys.job(job_id))
         return JobRecord.from_hash(raw) if raw.get("state") else None
 

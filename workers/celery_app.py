@@ -50,11 +50,14 @@ def broker_url(settings: Settings) -> str:
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
-    """Celery settings derived from browserd's; each choice says why."""
-    check_limits(settings)
+    """Celery settings derived from browserd's; each choice says why.
+
+    Importing the app never fails: ``browserd worker`` and the API call ``broker_url`` and
+    ``check_limits`` first, so a missing or inconsistent setting is reported by name.
+    """
     soft = settings.job_timeout
     return {
-        "broker_url": broker_url(settings),
+        "broker_url": settings.redis_url,
         "broker_connection_retry_on_startup": True,
         "broker_transport_options": {
             # A message delivered but not acknowledged within this time goes back to its queue:

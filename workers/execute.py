@@ -17,7 +17,7 @@ from typing import Any
 
 import cdp
 from config import Settings
-from daemon.store import Claim, JobStore
+from daemon import Claim, JobStore
 from workers.models import FailureCategory, JobResult, JobSpec, JobStatus, StepRecord
 
 log = logging.getLogger("browserd.worker")

@@ -22,7 +22,7 @@ from typing import Any
 
 import cdp
 from config import Settings
-from daemon.store import JobStore, connect
+from daemon import JobStore, connect
 from workers.execute import JobExecutor
 
 log = logging.getLogger("browserd.worker")
@@ -54,7 +54,11 @@ class WorkerRuntime:
 
     def start(self) -> None:
         self._thread.start()
-        self._call(self._astart(), START_TIMEOUT)
+        try:
+            self._call(self._astart(), START_TIMEOUT)
+        except BaseException:
+            self.stop()
+            raise
         log.info("worker %s ready: concurrency %s", self.worker_id, self.settings.worker_concurrency)
 
     def stop(self) -> None:

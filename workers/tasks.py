@@ -20,13 +20,19 @@ from workers.runtime import get_runtime, stale_after, stop_runtime
 log = logging.getLogger("browserd.worker")
 
 TASK_NAME = "browserd.run_job"
+RUNTIME_RETRY_SECONDS = 5.0
 
 
 @app.task(name=TASK_NAME, bind=True, ignore_result=True, acks_late=True)
 def run_job_task(self: Task, job_id: str) -> str:
     settings = get_settings()
     hard = (self.request.timelimit or (None, None))[0] or hard_limit(settings.job_timeout)
-    outcome = get_runtime(settings).run(job_id, hard)
+    try:
+        runtime = get_runtime(settings)
+    except Exception as exc:  # no browser or no Redis in this process: keep the job, try again later
+        log.error("worker runtime unavailable (%s); job %s goes back to the queue", exc, job_id)
+        raise self.retry(countdown=RUNTIME_RETRY_SECONDS, max_retries=None) from exc
+    outcome = runtime.run(job_id, hard)
     if outcome == "busy":
         # Delivered again while a live run still holds the job (its heartbeat is fresh): look
         # again once that heartbeat would have gone stale, in case its worker is in fact dying.
@@ -52,13 +58,22 @@ def _uses_prefork(sender: Any) -> bool:
 def _start_in_main_process(sender: Any = None, **_: Any) -> None:
     """threads/solo pools run tasks in this process: start browsers now, before the first job."""
     if not _uses_prefork(sender):
-        get_runtime(get_settings())
+        _start_or_exit()
 
 
 @worker_process_init.connect
 def _start_in_child(**_: Any) -> None:
     """prefork: each child process gets its own loop and pool (never inherited across fork)."""
-    get_runtime(get_settings())
+    _start_or_exit()
+
+
+def _start_or_exit() -> None:
+    """A worker that cannot start its browsers or reach Redis must not take jobs: it exits."""
+    try:
+        get_runtime(get_settings())
+    except Exception as exc:
+        log.critical("browserd worker cannot start: %s: %s", type(exc).__name__, exc)
+        raise SystemExit(f"browserd worker: cannot start: {exc}") from exc
 
 
 @worker_shutdown.connect

@@ -22,8 +22,9 @@ def run(args: argparse.Namespace) -> int:
         os.environ["BROWSERD_WORKER_CONCURRENCY"] = str(args.concurrency)
         get_settings.cache_clear()
     settings = load_settings()  # a bad variable fails here, with its name
-    from workers.celery_app import app, check_limits
+    from workers.celery_app import app, broker_url, check_limits
 
+    broker_url(settings)
     check_limits(settings)
     argv = [
         "worker",
