@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from prometheus_client import REGISTRY
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from workers.agent import (
@@ -58,9 +59,20 @@ async def test_text_answer_in_code_fence(llm, settings):
 
 async def test_rate_limit_then_success(llm, settings):
     llm.add("Answer", Reply.error(429, "slow down", retry_after=0), Reply.error(503), Reply.tool({"n": 1}))
+    model = settings.model_for("navigator")
+    before = {k: _llm_sample(model, k) for k in ("rate_limited", "error", "ok")}
+    tokens_before = REGISTRY.get_sample_value("browserd_llm_tokens_total", {"model": model, "direction": "input"}) or 0
     reply = await ask(settings)
     assert reply.data == {"n": 1} and reply.attempts == 3
     assert len(llm.requests) == 3
+    # Each request, retried or not, is one sample of browserd_llm_requests_total.
+    assert {k: _llm_sample(model, k) - v for k, v in before.items()} == {"rate_limited": 1, "error": 1, "ok": 1}
+    tokens = REGISTRY.get_sample_value("browserd_llm_tokens_total", {"model": model, "direction": "input"})
+    assert tokens - tokens_before == reply.input_tokens > 0
+
+
+def _llm_sample(model: str, outcome: str) -> float:
+    return REGISTRY.get_sample_value("browserd_llm_requests_total", {"model": model, "outcome": outcome}) or 0.0
 
 
 async def test_server_errors_give_up_after_the_retries(llm, settings):

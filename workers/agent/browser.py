@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 import cdp
 import dom
+from daemon import metrics
 from workers.agent.cancel import CancelToken
 from workers.agent.errors import ActionError, ElementGone, URLBlocked
 from workers.agent.firewall import Firewall
@@ -135,9 +137,11 @@ class AgentBrowser:
         """A fresh ``dom.PageState`` of the current tab, chained to its previous capture."""
         page = self.page
         previous = self._states.get(page.target_id)
+        started = time.monotonic()
         state = await self.cancel.run(
             dom.capture(page, previous, viewport_expansion=self.viewport_expansion), "while reading the page"
         )
+        metrics.observe_dom_capture(time.monotonic() - started, len(state.elements))
         self._states[page.target_id] = state
         self._fresh.add(page.target_id)
         return state

@@ -23,6 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from config import Settings
+from daemon import metrics
 from workers.agent.cancel import CancelToken
 from workers.agent.errors import (
     AgentError,
@@ -135,14 +136,18 @@ async def call_structured(
     retry = retry or RetryPolicy()
     bound = _bind(model, tool)
     started = time.monotonic()
+    name = model_name(model)
     for attempt in range(retry.attempts):
         cancel.check(f"before the {role} call")
+        attempt_started = time.monotonic()
         try:
             message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
         except AgentError:
+            metrics.observe_llm_call(name, "cancelled", time.monotonic() - attempt_started)
             raise
         except Exception as exc:
-            failure, retryable, retry_after = classify(exc, role=role, model=model_name(model))
+            failure, retryable, retry_after = classify(exc, role=role, model=name)
+            metrics.observe_llm_call(name, outcome(failure, exc), time.monotonic() - attempt_started)
             if not retryable or attempt + 1 >= retry.attempts:
                 raise failure from exc
             wait = retry.delay(attempt, retry_after)
@@ -151,6 +156,7 @@ async def call_structured(
             continue
         reply = _reply(message, tool.name)
         reply.seconds, reply.attempts = time.monotonic() - started, attempt + 1
+        metrics.observe_llm_call(name, "ok", time.monotonic() - attempt_started, reply.input_tokens, reply.output_tokens)
         return reply
     raise AssertionError("unreachable")
 
@@ -214,6 +220,19 @@ def classify(exc: BaseException, *, role: str, model: str) -> tuple[LLMError, bo
         exc, (openai.APIConnectionError, openai.APITimeoutError, httpx.TransportError, asyncio.TimeoutError)
     )
     return LLMError(message, role=role, model=model, status=status), retryable, _retry_after(exc)
+
+
+def outcome(failure: LLMError, exc: BaseException) -> str:
+    """The bounded ``outcome`` label of a failed request."""
+    if isinstance(failure, (LLMAuthError, LLMForbiddenError)):
+        return "auth"
+    if isinstance(failure, LLMBadRequestError):
+        return "bad_request"
+    if failure.status == 429:
+        return "rate_limited"
+    if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError, httpx.TimeoutException)):
+        return "timeout"
+    return "error"
 
 
 def _retry_after(exc: BaseException) -> float | None:
