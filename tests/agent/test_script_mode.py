@@ -86,3 +86,24 @@ def test_validate_script_names_the_bad_action(bad, message):
 def test_validate_script_fills_defaults():
     assert validate_script([{"wait": {}}, {"done": {"text": "ok"}}]) == [
         {"wait": {"intent": "", "seconds": 3.0}}, {"done": {"intent": "", "text": "ok", "success": True}}]
+
+
+async def test_a_browser_that_dies_mid_job_fails_it_as_browser_crash(site):
+    import asyncio
+    import os
+
+    from cdp import BrowserPool, PoolConfig
+
+    spec = JobSpec(script=[
+        {"go_to_url": {"url": site.url("agent/catalog.html")}},
+        {"wait": {"seconds": 10}},
+        {"done": {"text": "never"}},
+    ])
+    async with BrowserPool(PoolConfig(browsers=1, warm=0)) as own_pool:
+        async with own_pool.lease() as lease:
+            job = asyncio.ensure_future(run_job(spec, lease))
+            await asyncio.sleep(1.5)
+            os.kill(lease.browser.pid, 9)
+            result = await asyncio.wait_for(job, 20)
+    assert result.status == JobStatus.failed
+    assert result.category == FailureCategory.browser_crash, result.error
