@@ -18,7 +18,7 @@ CELL = 256.0
 def _opaque_backgrounds(doc: DocTree) -> set[int]:
     """String ids of background colours that are not fully transparent."""
     s = doc.s
-    seen = {st[BACKGROUND] for st in doc.styles if st}
+    seen = set(doc.column(BACKGROUND))
     opaque = set()
     for idx in seen:
         value = s(idx)
@@ -47,14 +47,14 @@ class Occluders:
         if area is not None:
             ax1, ay1, ax2, ay2 = area[0], area[1], area[0] + area[2], area[1] + area[3]
         lay_nodes, bounds, paint, node_type, name = doc.lay_nodes, doc.bounds, doc.paint, doc.node_type, doc.name
-        grid = self.grid
-        for k, st in enumerate(doc.styles):
-            if not st or st[BACKGROUND] not in opaque:
+        grid, styles = self.grid, doc.styles
+        for k, bg in enumerate(doc.column(BACKGROUND)):
+            if bg not in opaque:
                 continue
             x, y, w, h = bounds[k]
             if w <= 0 or h <= 0 or x > ax2 or y > ay2 or x + w < ax1 or y + h < ay1:
                 continue
-            i = lay_nodes[k]
+            i, st = lay_nodes[k], styles[k]
             if (
                 node_type[i] != ELEMENT or name[i] in never or st[VISIBILITY] != visible
                 or st[POINTER_EVENTS] == none or st[OPACITY] == zero

@@ -10,7 +10,7 @@ Two strengths of evidence:
 
 from __future__ import annotations
 
-from dom.tree import CURSOR, ELEMENT, DocTree
+from dom.tree import CURSOR, ELEMENT, DocTree, positions
 
 NATIVE_TAGS = ("A", "BUTTON", "INPUT", "SELECT", "TEXTAREA", "SUMMARY", "OPTION", "LABEL")
 FORM_CONTROLS = {"button", "input", "select", "textarea", "option", "optgroup", "fieldset"}
@@ -39,10 +39,6 @@ def implicit_role(tag: str, input_type: str = "", *, editable: bool = False) -> 
     return IMPLICIT_ROLES.get(tag) or ("textbox" if editable else None)
 
 
-# Attributes whose presence makes an element worth a closer look.
-SIGNAL_ATTRS = ("role", "tabindex", "contenteditable")
-
-
 class Candidates:
     """Node indexes of one document that may be offered, split by strength of evidence."""
 
@@ -55,13 +51,13 @@ class Candidates:
         a_tag, label_tag, option_tag = s.id("A"), s.id("LABEL"), s.id("OPTION")
         href = s.id("href")
         strong: set[int] = set()
-        for i in (i for i, t in enumerate(name) if t in native):
-            if lay[i] < 0:
-                continue
-            t = name[i]
-            if t == a_tag and doc.attr(i, href) is None and i not in doc.clickable:
-                continue  # an anchor without href is plain text unless a script listens on it
-            strong.add(i)
+        for t in native:
+            for i in positions(name, t):
+                if lay[i] < 0:
+                    continue
+                if t == a_tag and doc.attr(i, href) is None and i not in doc.clickable:
+                    continue  # an anchor without href is plain text unless a script listens on it
+                strong.add(i)
         self._add_attribute_signals(strong)
         self.labels = {i for i in strong if name[i] == label_tag}
         self.options = {i for i in strong if name[i] == option_tag}
@@ -73,9 +69,8 @@ class Candidates:
     def _add_attribute_signals(self, strong: set[int]) -> None:
         doc, s = self.doc, self.doc.s
         role, tabindex, editable = s.id("role"), s.id("tabindex"), s.id("contenteditable")
-        signals = {role, tabindex, editable}
-        lay, attrs = doc.lay, doc.attrs
-        for i in (i for i, a in enumerate(attrs) if a and not signals.isdisjoint(a)):
+        lay = doc.lay
+        for i in doc.marked():
             if lay[i] < 0 or doc.node_type[i] != ELEMENT:
                 continue
             r = doc.attr(i, role)
@@ -105,15 +100,15 @@ class Candidates:
         pointer = doc.s.id("pointer")
         if pointer < 0:
             return set()
-        styles, lay_nodes, lay, parent = doc.styles, doc.lay_nodes, doc.lay, doc.parent
+        cursor, lay_nodes, lay, parent = doc.column(CURSOR), doc.lay_nodes, doc.lay, doc.parent
         found = set()
-        for k in (k for k, st in enumerate(styles) if st and st[CURSOR] == pointer):
+        for k in positions(cursor, pointer):
             i = lay_nodes[k]
             if doc.node_type[i] != ELEMENT or doc.name[i] in never:
                 continue
             p = parent[i]
             while p >= 0 and lay[p] < 0:  # display: contents and shadow hosts' slots have no box
                 p = parent[p]
-            if p < 0 or styles[lay[p]][CURSOR] != pointer:
+            if p < 0 or cursor[lay[p]] != pointer:
                 found.add(i)
         return found

@@ -1,7 +1,8 @@
 """Fetching the raw material of one capture: a DOM snapshot per frame target, and the viewport.
 
-Everything is requested concurrently: the page's snapshot, one per out-of-process iframe, the
-owner element of each such iframe, and the layout metrics. Nothing runs in the page's JavaScript.
+Everything is requested concurrently: the page's snapshot, one per out-of-process iframe, and the
+owner element of each such iframe. Scroll position and viewport come from the snapshot itself.
+Nothing runs in the page's JavaScript.
 """
 
 from __future__ import annotations
@@ -52,17 +53,21 @@ async def take(session: CDPSession) -> dict[str, Any]:
     return await session.send("DOMSnapshot.captureSnapshot", PARAMS)
 
 
-async def viewport(session: CDPSession) -> Viewport:
-    m = await session.send("Page.getLayoutMetrics")
-    vv = m.get("cssVisualViewport") or m["visualViewport"]
-    size = m.get("cssContentSize") or m["contentSize"]
+def viewport(reply: dict[str, Any]) -> Viewport:
+    """Scroll position and sizes from the main document of a snapshot, so a capture needs no second
+    round trip (``Page.getLayoutMetrics`` costs about a tenth of a snapshot): the document node's
+    layout box is the viewport, and the document carries its scroll offset and content size."""
+    doc = reply["documents"][0]
+    layout = doc["layout"]
+    box = next((b for k, b in zip(layout["nodeIndex"], layout["bounds"]) if k == 0), None)
+    width, height = (float(box[2]), float(box[3])) if box else (0.0, 0.0)
     return Viewport(
-        scroll_x=float(vv["pageX"]),
-        scroll_y=float(vv["pageY"]),
-        width=float(vv["clientWidth"]),
-        height=float(vv["clientHeight"]),
-        page_width=float(size["width"]),
-        page_height=float(size["height"]),
+        scroll_x=float(doc.get("scrollOffsetX") or 0),
+        scroll_y=float(doc.get("scrollOffsetY") or 0),
+        width=width,
+        height=height,
+        page_width=float(doc.get("contentWidth") or width),
+        page_height=float(doc.get("contentHeight") or height),
     )
 
 
@@ -82,9 +87,7 @@ async def _frame(target_id: str, session: CDPSession) -> FrameSnapshot | None:
 async def take_all(page: Page) -> tuple[list[FrameSnapshot], Viewport]:
     """The page's snapshot first, then one per out-of-process iframe that answered."""
     frames = list(page.frame_sessions.items())
-    main, vp, *others = await asyncio.gather(
-        take(page.session), viewport(page.session), *(_frame(tid, s) for tid, s in frames)
-    )
+    main, *others = await asyncio.gather(take(page.session), *(_frame(tid, s) for tid, s in frames))
     snaps = [FrameSnapshot(page.session, main, page.target_id)]
     snaps.extend(f for f in others if f is not None)
-    return snaps, vp
+    return snaps, viewport(main)

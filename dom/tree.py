@@ -9,12 +9,17 @@ smaller than its children's and a subtree is a contiguous range.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 ELEMENT, TEXT, DOCUMENT = 1, 3, 9
 
 # Order of the computed styles requested from Chrome (see dom.snapshot.STYLES).
 VISIBILITY, OPACITY, CURSOR, POINTER_EVENTS, OVERFLOW, BACKGROUND = range(6)
+STYLE_COUNT = 6
+
+# Attributes some rule depends on (hidden, inert, disabled, widget signals).
+MARK_ATTRS = ("role", "tabindex", "contenteditable", "aria-hidden", "inert", "disabled")
 
 
 class Strings:
@@ -29,16 +34,31 @@ class Strings:
     def __call__(self, idx: int) -> str:
         return self.table[idx] if idx >= 0 else ""
 
-    def ids(self, *names: str) -> set[int]:
-        """String-table indexes of ``names`` that occur in this snapshot (absent names are skipped)."""
+    def _lookup(self) -> dict[str, int]:
         if self._index is None:
             self._index = {s: i for i, s in enumerate(self.table)}
-        index = self._index
+        return self._index
+
+    def ids(self, *names: str) -> set[int]:
+        """String-table indexes of ``names`` that occur in this snapshot (absent names are skipped)."""
+        index = self._lookup()
         return {index[n] for n in names if n in index}
 
     def id(self, name: str) -> int:
-        ids = self.ids(name)
-        return next(iter(ids)) if ids else -2  # -2 matches nothing (-1 means "no string")
+        return self._lookup().get(name, -2)  # -2 matches nothing (-1 means "no string")
+
+
+def positions(column: list[Any], value: Any) -> list[int]:
+    """Every position of ``value`` in ``column``, found by ``list.index`` (a C loop) hop by hop."""
+    out: list[int] = []
+    k = -1
+    index = column.index
+    try:
+        while True:
+            k = index(value, k + 1)
+            out.append(k)
+    except ValueError:
+        return out
 
 
 def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
@@ -53,7 +73,8 @@ class DocTree:
     __slots__ = (
         "s", "frame_id", "url", "title", "base_url", "scroll_x", "scroll_y", "parent", "node_type", "name",
         "value", "backend", "attrs", "clickable", "input_value", "checked", "selected", "content_doc",
-        "shadow", "lay", "lay_nodes", "bounds", "styles", "paint", "lay_text", "n", "_ordinals",
+        "shadow", "lay", "lay_nodes", "bounds", "styles", "paint", "lay_text", "n", "_ordinals", "_columns",
+        "_marked",
     )
 
     def __init__(self, doc: dict[str, Any], strings: Strings) -> None:
@@ -86,9 +107,31 @@ class DocTree:
         self.lay_nodes = lay_nodes
         self.bounds: list[list[float]] = layout["bounds"]
         self.styles: list[list[int]] = layout["styles"]
+        if self.styles:
+            blank = [-1] * STYLE_COUNT
+            for k in positions(self.styles, []):  # the document's own layout object has no styles
+                self.styles[k] = blank
         self.paint: list[int] = layout.get("paintOrders") or [0] * len(lay_nodes)
         self.lay_text: list[int] = layout.get("text") or []
         self._ordinals: list[int] | None = None
+        self._columns: dict[int, list[int]] = {}
+        self._marked: list[int] | None = None
+
+    # --- whole columns -----------------------------------------------------------------------
+
+    def column(self, which: int) -> list[int]:
+        """One computed style for every layout object (string ids), extracted once at C speed."""
+        col = self._columns.get(which)
+        if col is None:
+            col = self._columns[which] = list(map(itemgetter(which), self.styles))
+        return col
+
+    def marked(self) -> list[int]:
+        """Nodes carrying any attribute of ``MARK_ATTRS``: the only ones the attribute rules look at."""
+        if self._marked is None:
+            names = self.s.ids(*MARK_ATTRS)
+            self._marked = [i for i, a in enumerate(self.attrs) if a and not names.isdisjoint(a)] if names else []
+        return self._marked
 
     # --- decoding single nodes -------------------------------------------------------------
 
@@ -102,10 +145,10 @@ class DocTree:
     def attr(self, i: int, name_id: int) -> str | None:
         """The value of one attribute, by the string-table index of its name."""
         a = self.attrs[i]
-        for j in range(0, len(a) - 1, 2):
-            if a[j] == name_id:
-                return self.s(a[j + 1])
-        return None
+        names = a[0::2]
+        if name_id not in names:
+            return None
+        return self.s(a[2 * names.index(name_id) + 1])
 
     def style(self, i: int, which: int) -> str:
         k = self.lay[i]
