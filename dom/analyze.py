@@ -15,7 +15,8 @@ from dom.frames import Frame, Rect, intersect
 from dom.model import Element, Scrollable
 from dom.occlusion import Occluders
 from dom.rules import FORM_CONTROLS, NEVER, Candidates, implicit_role
-from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, TEXT, VISIBILITY
+from dom.text import BLOCKS
+from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, TEXT, VISIBILITY, positions
 
 # What ancestors impose on a node: (hidden, disabled, clip rect in document coordinates,
 # nearest candidate at or above).
@@ -26,8 +27,17 @@ ROOT: Ctx = (False, False, None, -1)
 CoverCheck = Callable[[Frame, Rect], bool]
 
 SCROLLING = ("auto", "scroll", "overlay")
+# Loose text is kept when it and a control meet within this many levels above each of them.
+NEAR = 2
+INLINE_DEPTH = 6
+EXPLAINING = ("H1", "H2", "H3", "H4", "H5", "H6", "LEGEND", "CAPTION")
 SCROLL_SCAN_LIMIT = 20_000
 MAX_OPTIONS = 200
+
+
+def _apart(x: float, y: float, w: float, h: float, area: Rect) -> bool:
+    """The box and the area share no pixel."""
+    return x >= area[0] + area[2] or y >= area[1] + area[3] or x + w <= area[0] or y + h <= area[1]
 
 
 def collapse(text: str) -> str:
@@ -48,6 +58,8 @@ class FrameAnalysis:
         self.s = s = doc.s
         self.visible_id, self.none_id = s.id("visible"), s.id("none")
         self.cands = Candidates(doc)
+        self._explaining = s.ids(*EXPLAINING)
+        self._blocks = s.ids(*(tag.upper() for tag in BLOCKS))
         dx, dy = frame.dx, frame.dy
         region_doc = None if region is None else (region[0] - dx, region[1] - dy, region[2], region[3])
         fclip = None if frame.clip is None else (frame.clip[0] - dx, frame.clip[1] - dy, frame.clip[2], frame.clip[3])
@@ -61,22 +73,18 @@ class FrameAnalysis:
 
     def _specials(self) -> tuple[set[int], set[int], set[int]]:
         doc, s = self.doc, self.s
-        hide: set[int] = set()
-        zero = s.id("0")
-        if zero >= 0:
-            hide.update(doc.lay_nodes[k] for k, st in enumerate(doc.styles) if st and st[OPACITY] == zero)
+        lay_nodes, name = doc.lay_nodes, doc.name
+        hide = {lay_nodes[k] for k in positions(doc.column(OPACITY), s.id("0"))}
         aria_hidden, inert, disabled, fieldset = s.id("aria-hidden"), s.id("inert"), s.id("disabled"), s.id("FIELDSET")
         fieldsets: set[int] = set()
-        names = {aria_hidden, inert, disabled}
-        for i in [i for i, a in enumerate(doc.attrs) if a and not names.isdisjoint(a)]:
+        for i in doc.marked():
             if doc.attr(i, inert) is not None or (doc.attr(i, aria_hidden) or "").strip().lower() == "true":
                 hide.add(i)
-            if doc.name[i] == fieldset and doc.attr(i, disabled) is not None:
+            if name[i] == fieldset and doc.attr(i, disabled) is not None:
                 fieldsets.add(i)
-        visible, never = self.visible_id, s.ids(*NEVER)
-        lay_nodes, name = doc.lay_nodes, doc.name
+        never, plain = s.ids(*NEVER), (self.visible_id, -1)
         clips = {
-            i for i in (lay_nodes[k] for k, st in enumerate(doc.styles) if st and st[OVERFLOW] not in (visible, -1))
+            i for i in (lay_nodes[k] for k, v in enumerate(doc.column(OVERFLOW)) if v not in plain)
             if name[i] not in never and doc.node_type[i] == ELEMENT
         }
         return hide, fieldsets, clips
@@ -167,15 +175,17 @@ class FrameAnalysis:
         return keep
 
     def _visible_box(self, i: int) -> Rect | None:
-        doc = self.doc
+        doc, area = self.doc, self.area
         k = doc.lay[i]
+        x, y, w, h = doc.bounds[k]
+        if w > 0 and h > 0 and area is not None and _apart(x, y, w, h, area):
+            return None  # outside the offered region: the commonest and cheapest refusal on a long page
         st = doc.styles[k]
         hidden, disabled, clip, _ = self.at(i)
         if hidden or disabled or st[VISIBILITY] != self.visible_id or st[POINTER_EVENTS] == self.none_id:
             return None
         if self._disabled(i):
             return None
-        x, y, w, h = doc.bounds[k]
         if w <= 0 or h <= 0:
             grown = self._children_box(i)
             if grown is None:
@@ -188,9 +198,11 @@ class FrameAnalysis:
 
     def _disabled(self, i: int) -> bool:
         doc, s = self.doc, self.s
+        if not doc.attrs[i]:
+            return False
         if (doc.attr(i, s.id("aria-disabled")) or "").lower() == "true":
             return True
-        return doc.tag(i) in FORM_CONTROLS and doc.attr(i, s.id("disabled")) is not None
+        return doc.attr(i, s.id("disabled")) is not None and doc.tag(i) in FORM_CONTROLS
 
     def _children_box(self, i: int) -> Rect | None:
         """A zero-size element (an inline anchor around a block) takes the union of its children,
@@ -256,13 +268,12 @@ class FrameAnalysis:
         """Containers that scroll vertically and whose content overflows them, in the visible area."""
         doc, s = self.doc, self.s
         self.scrollers = {}
-        scrolling = {idx for idx in {st[OVERFLOW] for st in doc.styles if st} if s(idx).split()[-1:] and s(idx).split()[-1] in SCROLLING}
+        overflow = doc.column(OVERFLOW)
+        scrolling = {idx for idx in set(overflow) if s(idx).split()[-1:] and s(idx).split()[-1] in SCROLLING}
         if not scrolling:
             return set()
         never = s.ids(*NEVER)
-        for k, st in enumerate(doc.styles):
-            if not st or st[OVERFLOW] not in scrolling:
-                continue
+        for k in sorted(k for v in scrolling for k in positions(overflow, v)):
             i = doc.lay_nodes[k]
             if doc.name[i] in never or doc.node_type[i] != ELEMENT or doc.tag(i) in ("textarea", "select"):
                 continue
@@ -294,16 +305,19 @@ class FrameAnalysis:
     def _collect_text(
         self, offered: dict[int, Rect], nearest_offered: Callable[[int], int], result: FrameResult
     ) -> dict[int, list[str]]:
-        """Text of each offered element (up to the next offered one), and loose visible text."""
+        """Text of each offered element (up to the next offered one), and the loose visible text
+        that explains the controls."""
         doc = self.doc
         owned: dict[int, list[str]] = {}
-        table, lay_nodes, lay_text, styles, bounds = doc.s.table, doc.lay_nodes, doc.lay_text, doc.styles, doc.bounds
+        near = self._around(offered)
+        table, lay_nodes, lay_text, bounds = doc.s.table, doc.lay_nodes, doc.lay_text, doc.bounds
         node_type, parent, down, visible, area = doc.node_type, doc.parent, self.down, self.visible_id, self.area
-        for k, i in enumerate(lay_nodes):
-            if node_type[i] != TEXT:
+        vis = doc.column(VISIBILITY)
+        for k, t in enumerate(lay_text):
+            if t < 0 or vis[k] != visible:
                 continue
-            t = lay_text[k]
-            if t < 0 or styles[k][VISIBILITY] != visible:
+            i = lay_nodes[k]
+            if node_type[i] != TEXT:
                 continue
             text = table[t]
             if not text or text.isspace():
@@ -316,7 +330,9 @@ class FrameAnalysis:
                 owned.setdefault(o, []).append(text)
                 continue
             x, y, w, h = bounds[k]
-            if w <= 0 or h <= 0:
+            if w <= 0 or h <= 0 or (area is not None and _apart(x, y, w, h, area)):
+                continue
+            if near is not None and not self._explains(parent[i], near):
                 continue
             box = intersect(intersect((x, y, w, h), clip), area)
             if box is None or box[2] <= 0 or box[3] <= 0 or self.occluders.covers(box, doc.paint[k], i):
@@ -325,6 +341,39 @@ class FrameAnalysis:
                 continue
             result.loose_text.append((i, text))
         return owned
+
+    def _around(self, offered: dict[int, Rect]) -> set[int] | None:
+        """Ancestors of offered elements up to ``NEAR`` levels above them: the containers whose
+        text labels or explains a control (a form row, a dialog, a result card). None when the
+        frame offers nothing here: then its text is all there is to see, and all of it is kept."""
+        if not offered:
+            return None
+        parent, near = self.doc.parent, set()
+        for i in offered:
+            p = parent[i]
+            for _ in range(NEAR):
+                if p < 0 or p in near:
+                    break
+                near.add(p)
+                p = parent[p]
+        return near
+
+    def _explains(self, p: int, near: set[int]) -> bool:
+        """Is loose text under ``p`` worth a prompt line? Yes when it shares a close container with
+        a control, or is a heading. Text far from every control (article paragraphs,
+        footers, counters) is left to ``text()``, which extraction reads."""
+        doc, explaining, blocks = self.doc, self._explaining, self._blocks
+        for _ in range(INLINE_DEPTH):  # every inline run of a paragraph is judged by its block
+            if p < 0 or doc.name[p] in blocks or doc.name[p] in explaining:
+                break
+            p = doc.parent[p]
+        for _ in range(NEAR):
+            if p < 0:
+                return False
+            if p in near or doc.name[p] in explaining:
+                return True
+            p = doc.parent[p]
+        return False
 
     # --- one offered element -------------------------------------------------------------------
 

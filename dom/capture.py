@@ -91,7 +91,12 @@ def _lines(analyses: _Analyses) -> tuple[list[Element], list[Line]]:
         else:
             lines.append((depth, txt))
         prev = (frame, node)
-    return elements, lines
+    return elements, [line for line in lines if not isinstance(line[1], str) or _has_word(line[1])]
+
+
+def _has_word(text: str) -> bool:
+    """A line of punctuation only (the commas between inline links) carries nothing."""
+    return any(c.isalnum() for c in text)
 
 
 def _same_run(parent: list[int], a: int, b: int) -> bool:
@@ -127,6 +132,18 @@ async def capture(page: Page, previous: PageState | None = None, *, viewport_exp
     started = time.perf_counter()
     snaps, vp = await snapshot.take_all(page)
     fetched = time.perf_counter()
+    state = build(snaps, vp, previous, viewport_expansion)
+    log.debug(
+        "captured %s: %d elements, %d frames, snapshot %.0f ms, analysis %.0f ms",
+        state.url, len(state.elements), len(snaps), (fetched - started) * 1000, (time.perf_counter() - fetched) * 1000,
+    )
+    return state
+
+
+def build(
+    snaps: list[snapshot.FrameSnapshot], vp: snapshot.Viewport, previous: PageState | None, viewport_expansion: int
+) -> PageState:
+    """The analysis half of a capture: snapshot replies in, ``PageState`` out (no I/O)."""
     frames = frames_mod.build(snaps)
     analyses = _Analyses(frames, _region(vp, viewport_expansion))
     elements, raw_lines = _lines(analyses)
@@ -139,10 +156,6 @@ async def capture(page: Page, previous: PageState | None = None, *, viewport_exp
         viewport_height=vp.height,
         pixels_above=max(0.0, vp.scroll_y),
         pixels_below=max(0.0, vp.page_height - vp.scroll_y - vp.height),
-    )
-    log.debug(
-        "captured %s: %d elements, %d frames, snapshot %.0f ms, analysis %.0f ms",
-        main.url, len(by_index), len(frames), (fetched - started) * 1000, (time.perf_counter() - fetched) * 1000,
     )
     return PageState(
         url=main.url,

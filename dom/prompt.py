@@ -16,11 +16,13 @@ from dom.untrusted import neutralize, wrap
 ATTRS = ("type", "role", "name", "placeholder", "aria-label", "title", "alt", "aria-expanded", "aria-checked")
 # shown only when an element would otherwise be an empty ``<tag />``: an icon button's class says what it is
 HINTS = ("id", "class")
-DEFAULT_TYPES = {"input": "text", "button": "submit"}
+# types that tell the model nothing: the default text input, and a button that submits or does nothing
+QUIET_TYPES = {"input": ("text",), "button": ("submit", "button")}
 TEXT_IF_DIFFERENT = ("aria-label", "title", "placeholder", "alt")
 ATTR_CAP = 24
 ELEMENT_TEXT_CAP = 60
 LINE_CAP = 80
+PARAGRAPH_GLIMPSE = 60
 OPTIONS_SHOWN = 8
 
 # A line is (depth, element index) or (depth, loose text).
@@ -28,7 +30,31 @@ Line = tuple[int, "int | str"]
 
 
 def cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """``text`` cut to ``limit`` characters, at a word boundary when one is near, marked with "…"."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def text_line(text: str) -> str:
+    """A loose text line: a label, instruction or headline is shown whole; a longer line is body
+    text, of which a glimpse is enough (extraction reads the whole page through ``text()``)."""
+    return text if len(text) <= LINE_CAP else cap(text, PARAGRAPH_GLIMPSE)
+
+
+def _repeats(value: str, text: str) -> bool:
+    """A naming attribute adds nothing next to visible text it equals, or that contains it or is
+    contained in it word for word ("US" and aria-label "US Edition Link")."""
+    if not text:
+        return False
+    if value == text:
+        return True
+    short, long = sorted((value, text), key=len)
+    return len(short) >= 2 and f" {short} " in f" {long} "
 
 
 def _attributes(el: Element) -> list[tuple[str, str]]:
@@ -41,13 +67,17 @@ def _attributes(el: Element) -> list[tuple[str, str]]:
         if value is None:
             continue
         value = " ".join(value.split())
-        if not value or (key == "type" and DEFAULT_TYPES.get(el.tag) == value.lower()):
+        if not value or (key == "type" and value.lower() in QUIET_TYPES.get(el.tag, ())):
             continue
         if key == "role" and value in (el.tag, implicit_role(el.tag, attrs.get("type", "").lower())):
             continue
         low = value.lower()
-        if key in TEXT_IF_DIFFERENT and (low == text or low in seen):
+        if key in TEXT_IF_DIFFERENT and (_repeats(low, text) or low in seen):
             continue
+        if key == "title" and len(text) > 1:
+            continue  # a tooltip next to visible text restates it; without text it is the name
+        if key == "name" and el.name:
+            continue  # a form field's key only matters when nothing else names the control
         seen.add(low)
         out.append((key, value))
     if el.value:
@@ -83,7 +113,7 @@ def render_lines(lines: Iterable[Line], elements: dict[int, Element], new: set[i
         if isinstance(item, int):
             out.append("\t" * depth + element_line(elements[item], item in new))
         else:
-            out.append("\t" * depth + neutralize(cap(item, LINE_CAP)))
+            out.append("\t" * depth + neutralize(text_line(item)))
     return "\n".join(out)
 
 
