@@ -15,7 +15,6 @@ from dom.frames import Frame, Rect, intersect
 from dom.model import Element, Scrollable
 from dom.occlusion import Occluders
 from dom.rules import FORM_CONTROLS, NEVER, Candidates, implicit_role
-from dom.text import BLOCKS
 from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, TEXT, VISIBILITY, positions
 
 # What ancestors impose on a node: (hidden, disabled, clip rect in document coordinates,
@@ -27,9 +26,8 @@ ROOT: Ctx = (False, False, None, -1)
 CoverCheck = Callable[[Frame, Rect], bool]
 
 SCROLLING = ("auto", "scroll", "overlay")
-# Loose text is kept when it and a control meet within this many levels above each of them.
-NEAR = 2
-INLINE_DEPTH = 6
+# Loose text is kept when the smallest container holding it and a control holds at most this many.
+SECTION_CONTROLS = 6
 EXPLAINING = ("H1", "H2", "H3", "H4", "H5", "H6", "LEGEND", "CAPTION")
 SCROLL_SCAN_LIMIT = 20_000
 MAX_OPTIONS = 200
@@ -59,7 +57,6 @@ class FrameAnalysis:
         self.visible_id, self.none_id = s.id("visible"), s.id("none")
         self.cands = Candidates(doc)
         self._explaining = s.ids(*EXPLAINING)
-        self._blocks = s.ids(*(tag.upper() for tag in BLOCKS))
         dx, dy = frame.dx, frame.dy
         region_doc = None if region is None else (region[0] - dx, region[1] - dy, region[2], region[3])
         fclip = None if frame.clip is None else (frame.clip[0] - dx, frame.clip[1] - dy, frame.clip[2], frame.clip[3])
@@ -342,36 +339,33 @@ class FrameAnalysis:
             result.loose_text.append((i, text))
         return owned
 
-    def _around(self, offered: dict[int, Rect]) -> set[int] | None:
-        """Ancestors of offered elements up to ``NEAR`` levels above them: the containers whose
-        text labels or explains a control (a form row, a dialog, a result card). None when the
-        frame offers nothing here: then its text is all there is to see, and all of it is kept."""
+    def _around(self, offered: dict[int, Rect]) -> dict[int, int] | None:
+        """How many offered elements each ancestor of an offered element holds. None when the frame
+        offers nothing here: then its text is all there is to see, and all of it is kept."""
         if not offered:
             return None
-        parent, near = self.doc.parent, set()
+        parent, held = self.doc.parent, {}
         for i in offered:
             p = parent[i]
-            for _ in range(NEAR):
-                if p < 0 or p in near:
-                    break
-                near.add(p)
+            while p >= 0:
+                held[p] = held.get(p, 0) + 1
                 p = parent[p]
-        return near
+        return held
 
-    def _explains(self, p: int, near: set[int]) -> bool:
-        """Is loose text under ``p`` worth a prompt line? Yes when it shares a close container with
-        a control, or is a heading. Text far from every control (article paragraphs,
-        footers, counters) is left to ``text()``, which extraction reads."""
-        doc, explaining, blocks = self.doc, self._explaining, self._blocks
-        for _ in range(INLINE_DEPTH):  # every inline run of a paragraph is judged by its block
-            if p < 0 or doc.name[p] in blocks or doc.name[p] in explaining:
-                break
-            p = doc.parent[p]
-        for _ in range(NEAR):
-            if p < 0:
-                return False
-            if p in near or doc.name[p] in explaining:
+    def _explains(self, p: int, held: dict[int, int]) -> bool:
+        """Is loose text under ``p`` worth a prompt line? Its section is the smallest container that
+        also holds a control. A section with a few controls is a form row, a dialog, a result card:
+        its text labels or explains them. A section holding many is a page region (an article, a
+        footer, the body), and text whose only tie to a control is that region is body text, left
+        to ``text()``, which extraction reads. Headings are always kept (they say where we are), and
+        so are labels tied to a control by ``for``."""
+        doc, explaining, label, for_ = self.doc, self._explaining, self.s.id("LABEL"), self.s.id("for")
+        while p >= 0:
+            if doc.name[p] in explaining or (doc.name[p] == label and doc.attr(p, for_) is not None):
                 return True
+            count = held.get(p)
+            if count:
+                return count <= SECTION_CONTROLS
             p = doc.parent[p]
         return False
 
