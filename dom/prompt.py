@@ -22,7 +22,6 @@ TEXT_IF_DIFFERENT = ("aria-label", "title", "placeholder", "alt")
 ATTR_CAP = 24
 ELEMENT_TEXT_CAP = 60
 LINE_CAP = 80
-PARAGRAPH_GLIMPSE = 60
 OPTIONS_SHOWN = 8
 
 # A line is (depth, element index) or (depth, loose text).
@@ -38,12 +37,6 @@ def cap(text: str, limit: int) -> str:
     if space > limit * 2 // 3:
         cut = cut[:space]
     return cut.rstrip() + "…"
-
-
-def text_line(text: str) -> str:
-    """A loose text line: a label, instruction or headline is shown whole; a longer line is body
-    text, of which a glimpse is enough (extraction reads the whole page through ``text()``)."""
-    return text if len(text) <= LINE_CAP else cap(text, PARAGRAPH_GLIMPSE)
 
 
 def _repeats(value: str, text: str) -> bool:
@@ -113,7 +106,7 @@ def render_lines(lines: Iterable[Line], elements: dict[int, Element], new: set[i
         if isinstance(item, int):
             out.append("\t" * depth + element_line(elements[item], item in new))
         else:
-            out.append("\t" * depth + neutralize(text_line(item)))
+            out.append("\t" * depth + neutralize(cap(item, LINE_CAP)))
     return "\n".join(out)
 
 
