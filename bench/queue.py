@@ -36,7 +36,6 @@ SITE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "site"
 MODEL_DELAY = 1.0
 LEVELS = (1, 4, 16)
 JOB_TAG = re.compile(r"bench job (\d+)")
-STEPS = 3  # model waits per job: planner, navigator, planner (agent); three 1 s waits (script)
 
 
 def pss_bytes(root_pid: int) -> int:
@@ -51,10 +50,13 @@ def pss_bytes(root_pid: int) -> int:
 
 
 class ScriptedModel:
-    """Answers like a model that takes 1 s: plan, act ``done``, confirm; tracked per job by its task."""
+    """A model that takes 1 s per answer. Per job (told apart by its task): the planner plans, the
+    navigator answers ``steps`` times (a no-op ``wait 0`` until the last, which is ``done``), and
+    the planner confirms."""
 
-    def __init__(self) -> None:
-        self.navigated: dict[str, bool] = defaultdict(bool)
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.calls: dict[str, int] = defaultdict(int)
         self.lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
@@ -62,23 +64,25 @@ class ScriptedModel:
         tool = tools[0].get("function", {}).get("name")
         found = JOB_TAG.search(json.dumps(request["messages"]))
         key = found.group(1) if found else ""
-        if tool == "AgentOutput":
-            with self.lock:
-                self.navigated[key] = True
-            state = {"evaluation_previous_goal": "Unknown", "memory": "", "next_goal": "finish"}
-            return Reply.tool({"current_state": state, "action": [{"done": {"text": "ok", "success": True}}]},
-                              delay=MODEL_DELAY)
         with self.lock:
-            done = self.navigated[key]
-        return Reply.tool({"observation": "page", "challenges": "", "done": done, "next_steps": "" if done else "finish",
+            if tool == "AgentOutput":
+                self.calls[key] += 1
+            calls = self.calls[key]
+        if tool == "AgentOutput":
+            action = {"done": {"text": "ok", "success": True}} if calls >= self.steps else {"wait": {"seconds": 0}}
+            state = {"evaluation_previous_goal": "Unknown", "memory": "", "next_goal": "go on"}
+            return Reply.tool({"current_state": state, "action": [action]}, delay=MODEL_DELAY)
+        done = calls >= self.steps
+        return Reply.tool({"observation": "page", "challenges": "", "done": done, "next_steps": "" if done else "go on",
                            "final_answer": "ok" if done else "", "reasoning": "bench", "web_task": True},
                           delay=MODEL_DELAY)
 
 
-def spec_for(mode: str, url: str, n: int) -> dict[str, Any]:
+def spec_for(mode: str, url: str, n: int, steps: int) -> dict[str, Any]:
     if mode == "agent":
-        return {"task": f"bench job {n}: read the page", "start_url": url, "options": {"planning_interval": 10}}
-    waits = [{"wait": {"seconds": MODEL_DELAY}}] * STEPS
+        return {"task": f"bench job {n}: read the page", "start_url": url,
+                "options": {"planning_interval": 100, "max_steps": steps + 5}}
+    waits = [{"wait": {"seconds": MODEL_DELAY}}] * steps
     return {"script": [{"go_to_url": {"url": url}}, *waits, {"done": {"text": "ok"}}]}
 
 
@@ -115,15 +119,23 @@ class MemoryPeak(threading.Thread):
             time.sleep(0.2)
 
 
-def throughput(s: Stack, worker: Proc, mode: str, url: str, jobs: int, counter: list[int]) -> tuple[float, int]:
+class Specs:
+    """Numbered job specs (the number tells the scripted model which job is asking)."""
+
+    def __init__(self, mode: str, url: str, steps: int) -> None:
+        self.mode, self.url, self.steps, self.count = mode, url, steps, 0
+
+    def next(self) -> dict[str, Any]:
+        self.count += 1
+        return spec_for(self.mode, self.url, self.count, self.steps)
+
+
+def throughput(s: Stack, worker: Proc, specs: Specs, jobs: int) -> tuple[float, int]:
     """(jobs per minute, peak PSS bytes above idle) for one batch on an idle worker."""
     idle = pss_bytes(worker.pid)
     meter = MemoryPeak(worker.pid)
     meter.start()
-    ids = []
-    for _ in range(jobs):
-        counter[0] += 1
-        ids.append(s.submit(spec_for(mode, url, counter[0]))["id"])
+    ids = [s.submit(specs.next())["id"] for _ in range(jobs)]
     done = finish_all(s, ids)
     meter.running = False
     meter.join()
@@ -131,12 +143,11 @@ def throughput(s: Stack, worker: Proc, mode: str, url: str, jobs: int, counter: 
     return jobs / span * 60, max(0, meter.peak - idle)
 
 
-def first_command_latency(s: Stack, mode: str, url: str, samples: int, counter: list[int]) -> float:
+def first_command_latency(s: Stack, specs: Specs, samples: int) -> float:
     """Median enqueue -> first CDP command, in ms, one job at a time on an idle worker."""
     delays = []
     for _ in range(samples):
-        counter[0] += 1
-        job = finish_all(s, [s.submit(spec_for(mode, url, counter[0]))["id"]])[0]
+        job = finish_all(s, [s.submit(specs.next())["id"]])[0]
         delays.append((ts(job["first_command_at"]) - ts(job["created_at"])) * 1000)
         time.sleep(0.3)
     return statistics.median(delays)
@@ -145,33 +156,37 @@ def first_command_latency(s: Stack, mode: str, url: str, samples: int, counter: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=["agent", "script"], default="agent")
-    parser.add_argument("--jobs-per-slot", type=int, default=4, help="batch size = this x concurrency (min 6)")
+    parser.add_argument("--steps", type=int, default=10, help="1 s model waits (agent) or waits (script) per job")
+    parser.add_argument("--jobs-per-slot", type=int, default=3, help="batch size = this x concurrency (min 6)")
     parser.add_argument("--latency-samples", type=int, default=15)
+    parser.add_argument("--warm", default="concurrency", help="BROWSERD_POOL_WARM per worker (default: its concurrency)")
     args = parser.parse_args()
 
     out: dict[str, Any] = {}
-    counter = [0]
     with serve(SITE) as site, LLMServer() as llm:
-        llm.responder = ScriptedModel()
-        settings = {"job_timeout": 120, "visibility_timeout": 600, "llm_base_url": llm.base_url,
-                    "openai_api_key": "sk-bench", "log_level": "WARNING", "pool_warm": 4}
+        llm.responder = ScriptedModel(args.steps)
+        specs = Specs(args.mode, site.url("/cdp/basic.html"), args.steps)
+        settings = {"job_timeout": 300, "visibility_timeout": 900, "llm_base_url": llm.base_url,
+                    "openai_api_key": "sk-bench", "log_level": "WARNING"}
         with stack(**settings) as s:
-            url = site.url("/cdp/basic.html")
             for level in LEVELS:
+                # As many warm contexts as the worker runs jobs at once, as a deployment would set
+                # BROWSERD_POOL_WARM for it: a burst then never waits for contexts to be created.
+                s.env["BROWSERD_POOL_WARM"] = str(level if args.warm == "concurrency" else args.warm)
                 worker = s.start_worker(level)
-                finish_all(s, [s.submit(spec_for(args.mode, url, 0))["id"]])  # warm-up
-                rate, peak = throughput(s, worker, args.mode, url, max(6, args.jobs_per_slot * level), counter)
+                finish_all(s, [s.submit(specs.next())["id"]])  # warm-up
+                rate, peak = throughput(s, worker, specs, max(6, args.jobs_per_slot * level))
                 out[f"jobs_per_min_c{level}"] = round(rate, 1)
                 if level == LEVELS[-1]:
                     out["peak_mem_per_job_mb"] = round(peak / level / 2**20, 1)
                 if level == 4:
-                    out["enqueue_to_first_cmd_p50_ms"] = round(
-                        first_command_latency(s, args.mode, url, args.latency_samples, counter), 1)
+                    out["enqueue_to_first_cmd_p50_ms"] = round(first_command_latency(s, specs, args.latency_samples), 1)
                 worker.stop()
     out["speedup_c16"] = round(out["jobs_per_min_c16"] / out["jobs_per_min_c1"], 2)
     keys = ["jobs_per_min_c1", "jobs_per_min_c4", "jobs_per_min_c16", "speedup_c16",
             "enqueue_to_first_cmd_p50_ms", "peak_mem_per_job_mb"]
-    print(json.dumps({**{k: out[k] for k in keys}, "mode": args.mode}))
+    extra = {"mode": args.mode, "steps_per_job": args.steps, "pool_warm": args.warm}
+    print(json.dumps({**{k: out[k] for k in keys}, **extra}))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ log = logging.getLogger("browserd.worker")
 TICK_SECONDS = 0.25  # cancel flags are read this often
 HEARTBEAT_SECONDS = 1.0  # job and worker heartbeats are written this often
 START_TIMEOUT = 120.0
+LOOP_LAG_WARNING = 1.0  # seconds a tick may come late before the worker says its loop is starved
 
 
 def stale_after(settings: Settings) -> float:
@@ -116,8 +117,14 @@ class WorkerRuntime:
     async def _tick_forever(self) -> None:
         ticks_per_beat = max(1, round(HEARTBEAT_SECONDS / TICK_SECONDS))
         count = 0
+        loop = asyncio.get_running_loop()
         while True:
+            before = loop.time()
             await asyncio.sleep(TICK_SECONDS)
+            late = loop.time() - before - TICK_SECONDS
+            if late > LOOP_LAG_WARNING:
+                log.warning("event loop was blocked for %.2fs: CPU-bound work is delaying this worker's %d jobs",
+                            late, len(self.executor.runs) if self.executor else 0)
             count += 1
             try:
                 await self.executor.check_cancels()  # type: ignore[union-attr]

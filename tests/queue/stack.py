@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,6 +143,7 @@ class Stack:
             self.api.stop()
         self.redis.close()
         self.redis_server.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- the API ---------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ Redelivery with the Redis broker waits for the visibility timeout, so these stac
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,9 +37,24 @@ def kill_mid_job(s: Stack, job_id: str, attempt: int) -> Proc:
     worker = s.worker_of(job)
     family = tree_of(worker)
     assert len(family) > 1, "the worker's Chrome should run under it"
+    profiles = chrome_profiles(family)
     worker.kill9()
     wait_until(lambda: not any(running(pid) for pid in family), 15, "the killed worker's Chrome to exit")
+    for profile in profiles:  # nobody was left to delete them
+        shutil.rmtree(profile, ignore_errors=True)
+        Path(profile + ".stderr").unlink(missing_ok=True)
     return worker
+
+
+def chrome_profiles(pids: list[int]) -> set[str]:
+    found = set()
+    for pid in pids:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found |= {a.decode().split("=", 1)[1] for a in args if a.startswith(b"--user-data-dir=")}
+    return found
 
 
 def states(s: Stack, job_id: str) -> list[str]:
