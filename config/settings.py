@@ -88,7 +88,12 @@ class Settings(BaseSettings):
     api_host: str = Field("127.0.0.1", description="Address the HTTP API binds to.")
     api_port: int = Field(8080, ge=0, le=65535, description="Port of the HTTP API.")
     api_token: SecretStr | None = Field(None, description="Bearer token the API requires; unset disables auth.")
-    metrics_port: int = Field(9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on.")
+    webhook_secret: SecretStr | None = Field(
+        None, description="Key of the HMAC-SHA256 signature on webhook POSTs (X-Browserd-Signature); unset sends them unsigned."
+    )
+    metrics_port: int = Field(
+        9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on; 0 picks a free port."
+    )
     worker_concurrency: int = Field(4, ge=1, description="Jobs one worker process runs at once on its event loop.")
     result_ttl: int = Field(7 * 24 * 3600, ge=60, description="Seconds finished job records and results are kept.")
     job_timeout: float = Field(600.0, gt=0, description="Default wall-clock limit for one job, in seconds.")

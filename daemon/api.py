@@ -142,6 +142,10 @@ async def get_job(job_id: str, request: Request, store: Store) -> JobRecord:
 async def cancel_job(job_id: str, request: Request, store: Store) -> JobRecord:
     """Cancel: a queued job never starts; a running one stops before its next action."""
     outcome, state = await store.cancel(job_id)
+    if outcome == "cancelled":  # it never started: no worker will count or report it
+        from daemon.finishing import Finisher
+
+        await Finisher(store).finished(job_id)
     if outcome == "missing":
         raise _not_found(job_id, request.app.state.settings)
     if outcome == "finished":
@@ -267,4 +271,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(router)
     app.include_router(health)
+    include_operations(app, settings)
     return app
+
+
+def include_operations(app: FastAPI, settings: Settings) -> None:
+    """Batches, schedules, and ``/metrics`` (outside bearer auth, like the health checks)."""
+    from daemon import batch_api, schedule_api
+    from daemon.metrics import MetricsApp
+
+    app.include_router(batch_api.router)
+    app.include_router(schedule_api.router)
+    app.add_route("/metrics", MetricsApp.from_url(settings.redis_url or ""), include_in_schema=False)

@@ -73,6 +73,10 @@ class JobStore:
         """Queue a create on a pipeline; its ``execute()`` yields ``[job id, 1 if created else 0]``."""
         await self._create(keys=[], args=self._create_args(spec, max_steps, extra), client=pipe)
 
+    def create_args(self, spec: JobSpec, *, max_steps: int, extra: dict[str, str] | None = None) -> list[Any]:
+        """The ``ARGV`` of one ``lua.CREATE`` call (``daemon.batches`` runs many in one script)."""
+        return self._create_args(spec, max_steps, extra)
+
     def _create_args(self, spec: JobSpec, max_steps: int, extra: dict[str, str] | None) -> list[Any]:
         fields: dict[str, Any] = {
             "spec": spec.model_dump_json(exclude_none=True),
@@ -130,6 +134,10 @@ class JobStore:
             return "missing", ""
         outcome, state = await self._cancel(keys=[], args=self._argv(job_id, self.result_ttl))
         return outcome, state
+
+    async def cancel_in(self, pipe: Any, job_id: str) -> None:
+        """Queue a cancel on a pipeline; its ``execute()`` yields ``[outcome, state]`` as ``cancel``."""
+        await self._cancel(keys=[], args=self._argv(job_id, self.result_ttl), client=pipe)
 
     # --- reads -----------------------------------------------------------------------------
 

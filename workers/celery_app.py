@@ -91,18 +91,24 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_send_task_events": True,
         "task_send_sent_event": True,
         # Separate queues per priority; a worker consumes all three, high first.
-        "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
+        # ...and one for webhook deliveries (workers.webhooks), so retries never wait behind jobs.
+        "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in (*QUEUES, "webhooks")],
         "task_default_queue": "normal",
         "task_create_missing_queues": False,
         "worker_hijack_root_logger": False,
         "worker_redirect_stdouts": False,
+        # Scheduled crawls: RedBeat keeps schedules in this Redis; beat wakes at least every few
+        # seconds so a schedule created through the API fires on time (daemon/schedules.py).
+        "redbeat_redis_url": settings.redis_url,
+        "redbeat_key_prefix": "browserd:redbeat:",
+        "beat_max_loop_interval": 5,
         "accept_content": ["json"],
         "task_serializer": "json",
     }
 
 
 def create_app(settings: Settings | None = None) -> Celery:
-    app = Celery("browserd", include=["workers.tasks"])
+    app = Celery("browserd", include=["workers.tasks", "workers.webhooks", "workers.scheduled"])
     app.conf.update(celery_config(settings or get_settings()))
     return app
 

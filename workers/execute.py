@@ -18,6 +18,8 @@ from typing import Any
 import cdp
 from config import Settings
 from daemon import Claim, JobStore
+from daemon.finishing import Finisher
+from daemon.metrics import observe_step
 from workers.models import FailureCategory, JobResult, JobSpec, JobStatus, StepRecord
 
 log = logging.getLogger("browserd.worker")
@@ -78,6 +80,7 @@ class JobExecutor:
         self.stale_after = stale_after
         self.runs: dict[str, Run] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self.finisher = Finisher(store)
 
     async def deliver(self, job_id: str) -> str:
         """Handle one delivery; returns the claim's outcome (``run`` once the job ran)."""
@@ -86,12 +89,16 @@ class JobExecutor:
         )
         if claim.outcome != "run":
             log.info("job %s not run: %s (attempts=%s)", job_id, claim.outcome, claim.attempt)
+            if claim.outcome in ("cancelled", "lost"):  # this delivery made it final
+                await self.finisher.finished(job_id)
             return claim.outcome
         run = Run(job_id, claim.attempt)
         self.runs[job_id] = run
         try:
             result = await self._run(run)
-            if not await self.store.finish(job_id, run.attempt, result):
+            if await self.store.finish(job_id, run.attempt, result):
+                await self.finisher.finished(job_id, result)
+            else:
                 log.warning("job %s attempt %s finished but no longer owned the job", job_id, run.attempt)
         finally:
             self.runs.pop(job_id, None)
@@ -122,6 +129,7 @@ class JobExecutor:
         from workers.agent import run_job  # the agent pulls in the LLM stack; import it where used
 
         async def on_step(step: StepRecord) -> None:
+            observe_step(step)
             await self.store.progress(run.job_id, run.attempt, step=step)
 
         async with self.pool.lease() as lease:
@@ -141,8 +149,9 @@ class JobExecutor:
     async def abandon(self, job_id: str, reason: str) -> None:
         """Give up on a run that outlived its hard limit: stop heartbeating it and fail it."""
         run = self.runs.pop(job_id, None)
-        if run is not None:
-            await self.store.finish(job_id, run.attempt, failed(FailureCategory.timeout, reason))
+        result = failed(FailureCategory.timeout, reason)
+        if run is not None and await self.store.finish(job_id, run.attempt, result):
+            await self.finisher.finished(job_id, result)
 
     async def heartbeat(self) -> None:
         """Refresh every running job's heartbeat in one round trip."""

@@ -23,7 +23,9 @@ from typing import Any
 import cdp
 from config import Settings
 from daemon import JobStore, connect
+from daemon.metrics import instrument_pool
 from workers.execute import JobExecutor
+from workers.instrument import serve_metrics
 
 log = logging.getLogger("browserd.worker")
 
@@ -50,10 +52,13 @@ class WorkerRuntime:
         self.pool: cdp.BrowserPool | None = None
         self.executor: JobExecutor | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._metrics: Any = None
+        self._unmeter: Any = None
 
     # --- lifecycle (called from Celery's threads) ------------------------------------------
 
     def start(self) -> None:
+        self._metrics = serve_metrics(self.settings)
         self._thread.start()
         try:
             self._call(self._astart(), START_TIMEOUT)
@@ -101,6 +106,7 @@ class WorkerRuntime:
         self.store = JobStore(connect(url), result_ttl=self.settings.result_ttl)
         self.pool = cdp.BrowserPool(cdp.PoolConfig.from_settings(self.settings))
         await self.pool.start()
+        self._unmeter = instrument_pool(self.pool)
         self.executor = JobExecutor(self.store, self.pool, self.settings, self.worker_id, stale_after(self.settings))
         await self._beat()
         self._ticker = asyncio.get_running_loop().create_task(self._tick_forever(), name="worker-ticker")
@@ -108,6 +114,8 @@ class WorkerRuntime:
     async def _astop(self) -> None:
         if self._ticker:
             self._ticker.cancel()
+        if self._unmeter:
+            self._unmeter()
         if self.pool:
             await self.pool.close()
         if self.store:
@@ -143,6 +151,7 @@ class WorkerRuntime:
                 "pid": os.getpid(),
                 "concurrency": self.settings.worker_concurrency,
                 "running": len(self.executor.runs),
+                "metrics_port": self._metrics.server_port if self._metrics else "",
             },
             ttl=HEARTBEAT_SECONDS * 10,
         )

@@ -12,7 +12,8 @@ from config import get_settings, load_settings
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("worker", help="run a worker: jobs from the queue on pooled headless Chromium")
     p.add_argument("--concurrency", type=int, help="jobs run at once (default: BROWSERD_WORKER_CONCURRENCY)")
-    p.add_argument("--queues", default="high,normal,low", help="queues to consume, in priority order")
+    p.add_argument("--queues", default="high,normal,low,webhooks",
+                   help="queues to consume, in priority order (webhooks: deliveries of job and batch webhooks)")
     p.add_argument("--name", help="Celery node name (default: browserd-<pid>@<host>)")
     p.set_defaults(handler=run)
 

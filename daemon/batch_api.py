@@ -1,0 +1,106 @@
+"""``/v1/batches``: submit many jobs at once, follow their counters, cancel them, stream their results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+
+from config import Settings
+from daemon.api import ERRORS, Store, require_token
+from daemon.batch_specs import parse_body, refuse, validate_jobs
+from daemon.batches import BatchRecord, BatchStore
+from daemon.errors import ApiError, ErrorBody
+from daemon.finishing import Finisher
+from daemon.metrics import observe_job_finished
+from daemon.submission import QueueUnavailable, submit_batch
+from workers.models import JobSpec
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["batches"])
+
+BATCH_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "A JSON array of job specs; or {\"jobs\": [...], \"defaults\": {...}, \"webhook_url\": ...}; "
+        "or JSONL (one spec per line, optional first line {\"defaults\": {...}, \"webhook_url\": ...}).",
+        "content": {
+            "application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/JobSpec"}}},
+            "application/x-ndjson": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+def _not_found(batch_id: str) -> ApiError:
+    return ApiError(404, "not_found", f"no batch with id {batch_id!r} (finished batches are kept BROWSERD_RESULT_TTL)")
+
+
+async def _get(batches: BatchStore, batch_id: str) -> BatchRecord:
+    record = await batches.get(batch_id)
+    if record is None:
+        raise _not_found(batch_id)
+    return record
+
+
+async def specs_of(raw: bytes, settings: Settings) -> tuple[list[JobSpec], str | None]:
+    try:
+        request = parse_body(raw)
+    except RecursionError:
+        raise refuse("body", "nested too deeply") from None
+    return validate_jobs(request, settings), request.webhook_url
+
+
+@router.post("/batches", status_code=201, response_model=BatchRecord, openapi_extra=BATCH_BODY,
+             responses={503: {"model": ErrorBody, "description": "The broker is unreachable."}})
+async def submit(request: Request, store: Store) -> BatchRecord:
+    """Queue many jobs at once; every spec is checked first, and one bad item refuses the batch."""
+    settings: Settings = request.app.state.settings
+    specs, webhook_url = await specs_of(await request.body(), settings)
+    try:
+        return await submit_batch(store, specs, settings, webhook_url=webhook_url)
+    except QueueUnavailable:
+        raise ApiError(503, "unavailable", "the batch could not be queued (the broker is unreachable); "
+                       "it was cancelled; check Redis and BROWSERD_REDIS_URL, then submit again") from None
+
+
+@router.get("/batches/{batch_id}", response_model=BatchRecord)
+async def get_batch(batch_id: str, store: Store) -> BatchRecord:
+    """Counters by state, progress, and whether the batch completed."""
+    return await _get(BatchStore(store), batch_id)
+
+
+@router.post("/batches/{batch_id}/cancel", status_code=202, response_model=BatchRecord)
+async def cancel_batch(batch_id: str, store: Store) -> BatchRecord:
+    """Cancel every unfinished job: queued ones at once, running ones before their next action."""
+    batches = BatchStore(store)
+    await _get(batches, batch_id)
+    cancelled = await batches.cancel(batch_id)
+    for _ in range(cancelled):
+        observe_job_finished("cancelled")
+    await Finisher(store).batch_progressed(batch_id)
+    return await _get(batches, batch_id)
+
+
+@router.get("/batches/{batch_id}/results", response_class=StreamingResponse,
+            responses={200: {"content": {"application/x-ndjson": {}},
+                             "description": "One JSON object per job: id, status, final_answer, data, error."}})
+async def batch_results(batch_id: str, store: Store) -> StreamingResponse:
+    """Every job's outcome as JSON lines, in submission order (unfinished jobs show their state)."""
+    batches = BatchStore(store)
+    await _get(batches, batch_id)
+    return StreamingResponse(_lines(batches, batch_id), media_type="application/x-ndjson")
+
+
+async def _lines(batches: BatchStore, batch_id: str) -> AsyncIterator[bytes]:
+    chunk: list[str] = []
+    async for line in batches.results(batch_id):
+        chunk.append(json.dumps(line, separators=(",", ":"), default=str))
+        if len(chunk) >= 200:
+            yield ("\n".join(chunk) + "\n").encode()
+            chunk = []
+    if chunk:
+        yield ("\n".join(chunk) + "\n").encode()
+

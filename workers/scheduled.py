@@ -1,0 +1,31 @@
+"""``browserd.run_schedule``: what beat sends when a schedule is due; it starts one run (a batch)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from config import get_settings
+from daemon import JobStore, connect
+from daemon.schedules import TASK_NAME, ScheduleStore
+from workers.celery_app import app
+
+log = logging.getLogger("browserd.schedules")
+
+
+@app.task(name=TASK_NAME, ignore_result=True)
+def run_schedule(schedule_id: str) -> str | None:
+    """Runs on a worker's task thread with its own short-lived loop and Redis connection."""
+    return asyncio.run(_fire(schedule_id))
+
+
+async def _fire(schedule_id: str) -> str | None:
+    settings = get_settings()
+    store = JobStore(connect(settings.redis_url or ""), result_ttl=settings.result_ttl)
+    try:
+        record = await ScheduleStore(store).fire(schedule_id, settings)
+    finally:
+        await store.redis.aclose()
+    if record is not None:
+        log.info("schedule %s: run %s queued (%d jobs)", schedule_id, record.id, record.total)
+    return record.id if record else None
