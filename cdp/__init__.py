@@ -14,7 +14,7 @@ from cdp.errors import (
     TargetClosed,
     TargetCrashed,
 )
-from cdp.launcher import chrome_pids, find_chrome, launch_chrome, process_tree
+from cdp.launcher import chrome_pids, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
 from cdp.lease import Lease
 from cdp.page import EvaluationError, Page
 from cdp.pool import BrowserPool, PoolConfig, PoolStats
@@ -24,5 +24,5 @@ __all__ = [
     "Browser", "BrowserGone", "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout",
     "ChromeLaunchError", "ChromeNotFound", "Connection", "EvaluationError", "Lease", "NavigationError",
     "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "chrome_pids", "find_chrome",
-    "launch_chrome", "process_tree",
+    "launch_chrome", "process_tree", "sweep_stale_profiles",
 ]

@@ -123,7 +123,7 @@ async def launch_chrome(
     children exit when their browser process goes. Its own session keeps it out of our signals.
     """
     binary = find_chrome(executable)
-    profile = Path(tempfile.mkdtemp(prefix="browserd-chrome-"))
+    profile = Path(tempfile.mkdtemp(prefix=PROFILE_PREFIX))
     stderr_path = profile.parent / (profile.name + ".stderr")
     args = [
         binary,
@@ -289,6 +289,41 @@ async def _wait_gone(pids: list[int], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
+
+
+PROFILE_PREFIX = "browserd-chrome-"
+
+
+def sweep_stale_profiles(directory: str | None = None, *, min_age: float = 60.0) -> int:
+    """Delete profiles left by browsers that died with their process (a SIGKILLed worker).
+
+    A live Chrome holds ``SingletonLock``, a symlink to ``host-pid``; a profile whose lock names
+    a pid that no longer runs here (or that has no lock and is older than ``min_age``) is stale.
+    Returns how many were removed.
+    """
+    root = Path(directory or tempfile.gettempdir())
+    host = os.uname().nodename
+    removed = 0
+    for profile in root.glob(PROFILE_PREFIX + "*"):
+        if not profile.is_dir() or not _stale(profile, host, min_age):
+            continue
+        _remove_tree(profile)
+        removed += 1
+    return removed
+
+
+def _stale(profile: Path, host: str, min_age: float) -> bool:
+    try:
+        owner = os.readlink(profile / "SingletonLock")
+    except OSError:
+        try:
+            return time.time() - profile.stat().st_mtime > min_age
+        except OSError:
+            return False
+    name, _, pid = owner.rpartition("-")
+    if name != host or not pid.isdigit():
+        return False  # another machine's browser on a shared directory: not ours to judge
+    return not _running(int(pid))
 
 
 def _tail(path: Path, lines: int) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from cdp.browser import Browser
 from cdp.errors import BrowserGone, CDPException, PoolClosed
+from cdp.launcher import sweep_stale_profiles
 from cdp.lease import Lease
 from cdp.page import Page
 
@@ -129,6 +130,10 @@ class BrowserPool:
 
     async def start(self) -> None:
         """Start (or attach to) every browser; raises if none can be started."""
+        if not self.config.cdp_urls:
+            swept = await asyncio.to_thread(sweep_stale_profiles)
+            if swept:
+                log.info("removed %s profile(s) left by browsers that died with their process", swept)
         endpoints: list[str | None] = list(self.config.cdp_urls) or [None] * self.config.browsers
         slots = [self._new_slot(ep) for ep in endpoints]
         results = await asyncio.gather(*(self._boot(s) for s in slots), return_exceptions=True)

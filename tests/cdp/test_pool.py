@@ -138,3 +138,22 @@ async def test_acquire_after_close_raises_pool_closed():
     await pool.close()
     with pytest.raises(PoolClosed):
         await pool.acquire(timeout=1)
+
+
+async def test_profiles_of_browsers_that_died_with_their_process_are_swept(tmp_path):
+    from cdp import Browser, sweep_stale_profiles
+
+    host = os.uname().nodename
+    dead = tmp_path / "browserd-chrome-dead"
+    dead.mkdir()
+    (dead / "Default").mkdir()
+    os.symlink(f"{host}-{2**22 + 12345}", dead / "SingletonLock")  # beyond pid_max: never running
+    fresh = tmp_path / "browserd-chrome-starting"  # no lock yet: a browser still starting
+    fresh.mkdir()
+    browser = await Browser.launch()
+    try:
+        live = browser.process.user_data_dir
+        assert sweep_stale_profiles(str(tmp_path)) == 1
+        assert not dead.exists() and fresh.exists() and live.exists()
+    finally:
+        await browser.close()
