@@ -223,9 +223,11 @@ def _save_entry(schedule_id: str, spec: ScheduleSpec) -> None:
 
 def _load_entry(schedule_id: str) -> Any:
     from redbeat import RedBeatSchedulerEntry
+    from redbeat.schedulers import ensure_conf
 
     from workers.celery_app import app
 
+    ensure_conf(app)
     key = RedBeatSchedulerEntry.generate_key(app, _entry_name(schedule_id))
     try:
         return RedBeatSchedulerEntry.from_key(key, app=app)
