@@ -34,7 +34,9 @@ def test_metrics_after_a_batch(ops: Stack, site: StaticServer) -> None:
     assert grew("browserd_job_queue_wait_seconds_count") == 14
     assert grew("browserd_job_duration_seconds_sum") > 0
     assert grew("browserd_agent_steps_total") >= 12 * 2
-    assert grew("browserd_step_duration_seconds_count", phase="action") >= 14  # every job navigated at least
+    assert grew("browserd_step_duration_seconds_count", phase="action") >= 13  # each script job navigated
+    assert grew("browserd_step_duration_seconds_count", phase="llm") >= 1  # the agent job asked the model
+    assert grew("browserd_step_duration_seconds_count", phase="dom") >= 1
     assert grew("browserd_pool_lease_wait_seconds_count") >= 14
     assert sum(v for (n, _), v in worker.items() if n == "browserd_llm_requests_total") >= 1
     assert sum(v for (n, _), v in worker.items() if n == "browserd_llm_tokens_total") > 0
