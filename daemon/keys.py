@@ -18,9 +18,18 @@ key                             type       holds
 ``P jobs:label:{k}:{v}``        zset       job ids carrying label k=v (k percent-encoded), score ``seq``
 ``P workers``                   zset       worker id -> time of its last heartbeat (epoch seconds)
 ``P worker:{id}``               hash       that worker's host, pid, concurrency, jobs running; short TTL
-``P batch:{id}``                hash       reserved for batches: when a job record has a ``batch``
-                                           field, every state transition does ``HINCRBY`` -1 on the
-                                           old state's field and +1 on the new one, atomically
+``P batch:{id}``                hash       a batch (``daemon.batches``): total, created_at, schedule,
+                                           webhook_url, finished_at, and one counter per state: when a
+                                           job record has a ``batch`` field, every state transition
+                                           does ``HINCRBY`` -1 on the old state's field and +1 on the
+                                           new one, atomically; expires ``result_ttl`` after completion
+``P batch:{id}:jobs``           list       the batch's job ids in submission order; expires with it
+``P batches``                   zset       batch ids, score creation time
+``P schedule:{id}``             hash       a schedule (``daemon.schedules``): spec JSON, runs, skipped,
+                                           last_batch, last_run_at
+``P schedules``                 zset       schedule ids, score creation time
+``P schedule:{id}:runs``        zset       the schedule's batch ids (its runs), score creation time
+``P redbeat:*``                 various    RedBeat's schedule entries, due-time zset and beat lock
 ==============================  =========  ============================================================
 
 Index sets are not expired with the records they point to; readers drop ids whose record is gone.
