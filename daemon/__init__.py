@@ -3,8 +3,11 @@
 The API module is not imported here (it pulls in FastAPI); import ``daemon.api`` where it is served.
 """
 
+from daemon.batches import BatchRecord, BatchStore
 from daemon.keys import Keys
 from daemon.records import JobEvent, JobRecord, Progress
 from daemon.store import Claim, JobStore, Page, connect
 
-__all__ = ["Claim", "JobEvent", "JobRecord", "JobStore", "Keys", "Page", "Progress", "connect"]
+__all__ = [
+    "BatchRecord", "BatchStore", "Claim", "JobEvent", "JobRecord", "JobStore", "Keys", "Page", "Progress", "connect",
+]

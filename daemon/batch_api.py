@@ -11,7 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from config import Settings
 from daemon.api import ERRORS, Store, require_token
-from daemon.batch_specs import parse_body, refuse, validate_jobs
+from daemon.batch_specs import parse_body, validate_jobs
 from daemon.batches import BatchRecord, BatchStore
 from daemon.errors import ApiError, ErrorBody
 from daemon.finishing import Finisher
@@ -46,10 +46,7 @@ async def _get(batches: BatchStore, batch_id: str) -> BatchRecord:
 
 
 async def specs_of(raw: bytes, settings: Settings) -> tuple[list[JobSpec], str | None]:
-    try:
-        request = parse_body(raw)
-    except RecursionError:
-        raise refuse("body", "nested too deeply") from None
+    request = parse_body(raw)
     return validate_jobs(request, settings), request.webhook_url
 
 

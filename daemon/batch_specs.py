@@ -46,9 +46,12 @@ def parse_body(raw: bytes) -> BatchRequest:
     if not text:
         raise refuse("body", "empty; send a JSON array of job specs or JSONL, one spec per line")
     try:
-        value = json.loads(text)
-    except ValueError:
-        value = _jsonl(text)
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = _jsonl(text)
+    except RecursionError:
+        raise refuse("body", "nested too deeply") from None
     if isinstance(value, list):
         request = BatchRequest(jobs=value)
     elif isinstance(value, dict) and "jobs" in value:

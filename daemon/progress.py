@@ -39,7 +39,7 @@ class ProgressBar:
         self.clock = clock
         self.started = clock()
         self.first_done: int | None = None
-        self.last_line = 0.0
+        self.last_line = float("-inf")
         self.drawn = False
 
     def update(self, batch: dict[str, Any], final: bool = False) -> None:

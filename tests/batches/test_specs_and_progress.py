@@ -1,0 +1,60 @@
+"""Batch bodies and the progress bar, without a deployment."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from config import Settings
+from daemon.batch_specs import merged, parse_body, validate_jobs
+from daemon.errors import ApiError
+from daemon.progress import ProgressBar, describe
+
+
+def test_every_body_form_gives_the_same_jobs() -> None:
+    spec = {"task": "find it", "labels": {"a": "1"}}
+    defaults = {"timeout": 30, "labels": {"team": "x"}}
+    as_object = parse_body(json.dumps({"jobs": [spec], "defaults": defaults, "webhook_url": "http://127.0.0.1/h"}).encode())
+    as_jsonl = parse_body((json.dumps({"defaults": defaults, "webhook_url": "http://127.0.0.1/h"}) + "\n"
+                           + json.dumps(spec) + "\n\n").encode())
+    assert as_object == as_jsonl
+    assert parse_body(json.dumps([spec]).encode()).jobs == [spec]
+    jobs = validate_jobs(as_jsonl, Settings())
+    assert jobs[0].timeout == 30 and jobs[0].labels == {"team": "x", "a": "1"}
+
+
+def test_item_wins_over_defaults_key_by_key() -> None:
+    out = merged({"options": {"max_steps": 5, "max_failures": 2}, "priority": "low"},
+                 {"options": {"max_steps": 9}, "priority": "high"})
+    assert out == {"options": {"max_steps": 9, "max_failures": 2}, "priority": "high"}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (b"", "body"),
+    (b"[]", "jobs"),
+    (b'{"jobs": [], "extra": 1}', "extra"),
+    (b'{"jobs": [{"task": "a"}], "webhook_url": "not a url"}', "webhook_url"),
+    (b"[" * 100_000, "body"),
+])
+def test_unusable_bodies_are_refused_by_field(body: bytes, field: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        parse_body(body)
+    assert caught.value.status == 422 and caught.value.fields and caught.value.fields[0].field == field
+
+
+def test_progress_plain_lines_when_not_a_terminal() -> None:
+    out = io.StringIO()
+    clock = iter([0.0, 1.0, 2.0, 10.0]).__next__
+    bar = ProgressBar(out, clock=clock)
+    record = {"total": 10, "done": 0, "counts": {"running": 2, "failed": 0, "cancelled": 0}}
+    bar.update(record)
+    bar.update({**record, "done": 4, "counts": {"running": 2, "failed": 1, "cancelled": 0}})
+    bar.update({**record, "done": 10, "counts": {"running": 0, "failed": 1, "cancelled": 0}}, final=True)
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("progress: 0/10") and lines[-1].startswith("progress: 10/10")
+    assert "fails 1" in lines[-1] and "\r" not in out.getvalue()
+    bar_text, figures = describe({**record, "done": 5}, elapsed=5.0)
+    assert bar_text.count("#") == 14 and "1.0 jobs/s" in figures and "ETA 5s" in figures
