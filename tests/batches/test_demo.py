@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -52,4 +53,26 @@ def test_demo_runs_to_completion_and_leaves_nothing_behind(tmp_path: Path) -> No
 
     assert processes_with(f"TMPDIR={home}".encode()) == []  # redis, worker, API and Chrome all gone
     assert not list(home.glob("browserd-demo-*"))  # its logs and Redis dir removed
+    shutil.rmtree(home)
+
+
+def test_ctrl_c_stops_everything_the_demo_started() -> None:
+    home = Path(tempfile.mkdtemp(prefix="d", dir=RUN_DIR))
+    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    env.update(TMPDIR=str(home), PYTHONPATH=str(ROOT))
+    demo = subprocess.Popen([sys.executable, "-m", "daemon", "demo"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert demo.stderr is not None
+        for raw in demo.stderr:  # interrupt once its services are up and the batch is going
+            if b"jobs queued" in raw:
+                break
+        demo.send_signal(signal.SIGINT)
+        rest = demo.stderr.read().decode()
+        assert demo.wait(120) == 130
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert "interrupted; stopping everything" in rest
+    assert processes_with(f"TMPDIR={home}".encode()) == []
     shutil.rmtree(home)

@@ -70,3 +70,21 @@ def test_schedule_validation_names_the_field(ops: Stack) -> None:
     assert status == 422 and body["fields"][0]["field"] == "jobs[1].task"
     status, body = ops.call("POST", "/v1/schedules", {"every": 60})
     assert status == 422
+
+
+def test_queue_policy_starts_runs_while_the_previous_one_is_going(ops: Stack, site: StaticServer) -> None:
+    job = {"script": quick_script(site.url("/cdp/basic.html"), 0, waits=8)}
+    status, created = ops.call("POST", "/v1/schedules", {"every": 1, "job": job, "policy": "queue"})
+    assert status == 201, created
+    sid = created["id"]
+    try:
+        wait_until(lambda: schedule(ops, sid)["runs"] >= 2, 60, "two runs of the queue-policy schedule")
+    finally:
+        ops.call("POST", f"/v1/schedules/{sid}/pause")
+    history = sorted(runs(ops, sid), key=lambda r: r["created_at"])
+    first = wait_completed(ops, history[0]["id"], timeout=120)
+    assert schedule(ops, sid)["skipped"] == 0
+    assert datetime.fromisoformat(history[1]["created_at"]) < datetime.fromisoformat(first["finished_at"])
+    for run in history[1:]:
+        wait_completed(ops, run["id"], timeout=120)
+    assert ops.call("DELETE", f"/v1/schedules/{sid}")[0] == 204
