@@ -14,7 +14,7 @@ from cdp.errors import (
     TargetClosed,
     TargetCrashed,
 )
-from cdp.launcher import chrome_pids, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
+from cdp.launcher import chrome_pids, die_with_parent, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
 from cdp.lease import Lease
 from cdp.page import EvaluationError, Page
 from cdp.pool import BrowserPool, PoolConfig, PoolStats
@@ -23,6 +23,6 @@ from cdp.session import CDPSession
 __all__ = [
     "Browser", "BrowserGone", "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout",
     "ChromeLaunchError", "ChromeNotFound", "Connection", "EvaluationError", "Lease", "NavigationError",
-    "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "chrome_pids", "find_chrome",
+    "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "chrome_pids", "die_with_parent", "find_chrome",
     "launch_chrome", "process_tree", "sweep_stale_profiles",
 ]

@@ -114,11 +114,11 @@ async def launch_chrome(
     *,
     extra_args: list[str] | tuple[str, ...] = (),
     timeout: float = 20.0,
-    die_with_parent: bool = True,
+    die_with_parent_process: bool = True,
 ) -> ChromeProcess:
     """Start headless Chrome with a fresh profile and wait until its DevTools port is open.
 
-    ``die_with_parent``: Chrome gets SIGKILL when the thread that launched it dies (Linux
+    ``die_with_parent_process``: Chrome gets SIGKILL when the thread that launched it dies (Linux
     ``PR_SET_PDEATHSIG``), so a worker killed with SIGKILL leaves no browser behind; Chrome's own
     children exit when their browser process goes. Its own session keeps it out of our signals.
     """
@@ -142,7 +142,7 @@ async def launch_chrome(
             stdout=asyncio.subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
-            preexec_fn=_pdeathsig_preexec() if die_with_parent else None,
+            preexec_fn=die_with_parent() if die_with_parent_process else None,
         )
     except OSError as exc:
         stderr.close()
@@ -258,8 +258,9 @@ def _signal_group(pid: int, sig: signal.Signals) -> list[int]:
     return targets
 
 
-def _pdeathsig_preexec() -> Callable[[], None] | None:
-    """A pre-exec hook asking the kernel to SIGKILL the child when its parent dies (Linux only).
+def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to send ``sig`` to the child when the thread that
+    started it dies (Linux ``PR_SET_PDEATHSIG``); None where that does not exist.
 
     libc and ``prctl`` are resolved here, before the fork, so the child only makes one C call.
     """
@@ -271,7 +272,7 @@ def _pdeathsig_preexec() -> Callable[[], None] | None:
         return None
 
     def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(_PR_SET_PDEATHSIG, sig)
 
     return preexec
 

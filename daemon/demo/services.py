@@ -8,7 +8,6 @@ SIGTERM should the demo itself die without cleaning up (``PR_SET_PDEATHSIG``), s
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -20,7 +19,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
+from cdp import die_with_parent
+
 
 
 class ServiceError(Exception):
@@ -33,23 +33,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 class Service:
     def __init__(self, name: str, args: list[str], env: dict[str, str], logdir: Path) -> None:
         self.name = name
         self.log_path = logdir / f"{name}.log"
         with open(self.log_path, "wb") as log:
             self.popen = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent())
+                                          stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(signal.SIGTERM))
 
     @property
     def alive(self) -> bool:
