@@ -327,6 +327,21 @@ def _stale(profile: Path, host: str, min_age: float) -> bool:
     return not _running(int(pid))
 
 
+def _remove_scratch(profile: Path) -> None:
+    """Delete the ``org.chromium.Chromium.*`` directory Chrome made in ``$TMPDIR``.
+
+    Chrome leaves one per start. The profile's ``SingletonSocket`` symlink points into it, which
+    tells us exactly which one is ours. (Moving ``$TMPDIR`` into the profile instead makes the
+    socket path longer than a Unix socket may be.)
+    """
+    try:
+        scratch = Path(os.readlink(profile / "SingletonSocket")).parent
+    except OSError:
+        return
+    if scratch.name.startswith("org.chromium.Chromium."):
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _tail(path: Path, lines: int) -> str:
     try:
         text = path.read_bytes()[-8192:].decode(errors="replace")
@@ -336,6 +351,7 @@ def _tail(path: Path, lines: int) -> str:
 
 
 def _remove_tree(path: Path) -> None:
+    _remove_scratch(path)
     shutil.rmtree(path, ignore_errors=True)
     stderr = path.parent / (path.name + ".stderr")
     with contextlib.suppress(FileNotFoundError):

@@ -173,3 +173,14 @@ async def test_typed_calls_through_cdp_use(pool):
             params={"expression": "21 * 2", "returnByValue": True}, session_id=lease.page.session.session_id
         )
         assert reply["result"]["value"] == 42
+
+
+async def test_chrome_leaves_no_scratch_files_behind():
+    import tempfile
+    from pathlib import Path
+
+    scratch = Path(tempfile.gettempdir())
+    before = set(scratch.glob("org.chromium.Chromium.*"))
+    browser = await Browser.launch()
+    await browser.close()
+    assert set(scratch.glob("org.chromium.Chromium.*")) == before
