@@ -29,6 +29,20 @@ _PR_SET_PDEATHSIG = 1
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
+# Every browser context opens its own headless window, and Chrome 14x+ gives each window hidden
+# omnibox-popup WebUI renderers; with a spare renderer pre-spawned per context on top, a job's
+# context cost four renderer processes instead of one. Measured on Chromium 156 (one context,
+# one small page, 11 DOM captures): 1.17 s of Chrome CPU per job before, 0.39 s after.
+DISABLED_FEATURES = (
+    "Translate",
+    "MediaRouter",
+    "OptimizationHints",
+    "WebUIOmniboxPopup",
+    "WebUIOmniboxAimPopup",
+    "WebUIOmniboxFullPopup",
+    "SpareRendererForSitePerProcess",  # the pool's warm contexts are our spares
+)
+
 HEADLESS_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -46,9 +60,26 @@ HEADLESS_FLAGS = (
     "--hide-scrollbars",
     "--password-store=basic",
     "--use-mock-keychain",
-    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--disable-features=" + ",".join(DISABLED_FEATURES),
     "--window-size=1280,1100",
 )
+
+
+def merge_feature_switches(args: list[str]) -> list[str]:
+    """One ``--disable-features``/``--enable-features`` switch each: Chrome reads only the last one,
+    so a user's ``BROWSERD_CHROME_ARGS=--disable-features=X`` would silently re-enable ours."""
+    merged: dict[str, list[str]] = {}
+    out: list[str] = []
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if eq and name in ("--disable-features", "--enable-features"):
+            if name not in merged:
+                merged[name] = []
+                out.append(name)
+            merged[name].extend(v for v in value.split(",") if v and v not in merged[name])
+        else:
+            out.append(arg)
+    return [f"{a}={','.join(merged[a])}" if a in merged else a for a in out]
 
 
 def find_chrome(explicit: str | None = None) -> str:
@@ -127,11 +158,10 @@ async def launch_chrome(
     stderr_path = profile.parent / (profile.name + ".stderr")
     args = [
         binary,
-        *HEADLESS_FLAGS,
+        *merge_feature_switches([*HEADLESS_FLAGS, *extra_args]),
         f"--user-data-dir={profile}",
         "--remote-debugging-port=0",
         "--remote-debugging-address=127.0.0.1",
-        *extra_args,
         "about:blank",
     ]
     stderr = open(stderr_path, "wb")  # a file, not a pipe: a chatty Chrome must never block on it

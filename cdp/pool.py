@@ -37,8 +37,8 @@ class PoolConfig:
     browsers: int = 1
     warm: int = 2
     max_leases: int = 200
-    max_memory_mb: int = 2048
-    health_interval: float = 2.0
+    max_memory_mb: int = 4096
+    health_interval: float = 5.0
     chrome_path: str | None = None
     chrome_args: list[str] = field(default_factory=list)
     cdp_urls: list[str] = field(default_factory=list)

@@ -22,6 +22,7 @@ from cdp import (
     find_chrome,
     process_tree,
 )
+from cdp.launcher import merge_feature_switches
 from tests.support.procs import chrome_pids
 
 
@@ -184,3 +185,37 @@ async def test_chrome_leaves_no_scratch_files_behind():
     browser = await Browser.launch()
     await browser.close()
     assert set(scratch.glob("org.chromium.Chromium.*")) == before
+
+
+def _renderers(browser: Browser) -> set[int]:
+    found = set()
+    for pid in process_tree(browser.pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"--type=renderer" in fh.read():
+                    found.add(pid)
+        except OSError:
+            continue
+    return found
+
+
+async def test_each_context_costs_one_renderer(site):
+    """A job's context must not bring Chrome's hidden omnibox WebUI renderers or a spare along:
+    those tripled the CPU and memory of every job."""
+    browser = await Browser.launch()
+    try:
+        before = _renderers(browser)
+        for _ in range(3):
+            page = await browser.new_page(await browser.new_context())
+            await page.goto(site.url("/cdp/basic.html"))
+        await asyncio.sleep(0.5)  # anything Chrome starts behind our back has started by now
+        assert len(_renderers(browser) - before) == 3
+        targets = (await browser.connection.root.send("Target.getTargets", {"filter": [{}]}))["targetInfos"]
+        assert not [t["url"] for t in targets if t["type"] == "browser_ui"]
+    finally:
+        await browser.close()
+
+
+def test_feature_switches_are_merged_so_ours_survive_the_users():
+    args = merge_feature_switches(["--a", "--disable-features=X,Y", "--b=1", "--disable-features=Y,Z", "--enable-features=E"])
+    assert args == ["--a", "--disable-features=X,Y,Z", "--b=1", "--enable-features=E"]
