@@ -68,14 +68,17 @@ class WorkerRuntime:
         log.info("worker %s ready: concurrency %s", self.worker_id, self.settings.worker_concurrency)
 
     def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        try:
-            self._call(self._astop(), 30.0)
-        except Exception:
-            log.exception("worker shutdown failed")
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+        if self._thread.is_alive():
+            try:
+                self._call(self._astop(), 30.0)
+            except Exception:
+                log.exception("worker shutdown failed")
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+        if self._metrics is not None:  # last, so the final numbers can still be scraped during shutdown
+            self._metrics.shutdown()
+            self._metrics.server_close()
+            self._metrics = None
 
     def run(self, job_id: str, hard: float) -> str:
         """Run one delivery to its end or its hard limit (seconds); returns the claim outcome."""

@@ -1,0 +1,73 @@
+"""The hard limit: a run that ignores its soft limit is abandoned and failed, and never finishes twice.
+
+The soft limit normally ends a job (the executor cancels it and records ``timeout``). The hard
+limit is the backstop for a run that does not stop when cancelled (a blocked loop, a bug that
+swallows the cancel): the task thread gives up on it, fails the job, and stops heartbeating it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import workers.agent
+from config import Settings
+from daemon import JobStore, connect
+from tests.support.redis_server import RedisServer, redis_server
+from workers.models import JobSpec
+from workers.runtime import WorkerRuntime
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with redis_server() as server:
+        yield server
+
+
+class Stubborn:
+    """An agent run that swallows every cancel until ``release`` is set, then reports success."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.cancels = 0
+
+    async def __call__(self, spec: JobSpec, lease: Any, **_: Any) -> Any:
+        while not self.release.is_set():
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                self.cancels += 1  # the bug under test: the cancel is ignored
+        from workers.models import JobResult, JobStatus
+
+        return JobResult(status=JobStatus.succeeded, final_answer="too late")
+
+
+def test_a_run_that_ignores_its_time_limit_is_abandoned_at_the_hard_limit(redis: RedisServer, monkeypatch) -> None:
+    stubborn = Stubborn()
+    monkeypatch.setattr(workers.agent, "run_job", stubborn)
+    runtime = WorkerRuntime(Settings(redis_url=redis.url, pool_warm=0, metrics_port=0))
+    runtime.start()
+    try:
+        store = JobStore(connect(redis.url), result_ttl=600)
+        job_id, _ = runtime._call(store.create(JobSpec(task="never ends", start_url="http://127.0.0.1/", timeout=1),
+                                               max_steps=5), 10)
+        outcome = runtime.run(job_id, hard=4.0)
+        assert outcome == "hard_limit"
+        job = runtime._call(store.get(job_id), 10)
+        assert job.state == "failed" and job.category == "timeout"
+        assert "ignored its time limit" in job.error
+        assert job_id not in runtime.executor.runs, "an abandoned run must not be heartbeated any more"
+        assert stubborn.cancels >= 1, "the soft limit's cancel came first"
+
+        stubborn.release.set()  # the stuck run finally returns: its late result must not land
+        runtime._call(asyncio.sleep(0.5), 5)
+        job = runtime._call(store.get(job_id), 10)
+        assert job.state == "failed" and job.result is not None and job.result.final_answer is None
+        runtime._call(store.redis.aclose(), 5)
+    finally:
+        stubborn.release.set()
+        runtime.stop()
