@@ -1,6 +1,9 @@
 """The Celery app: Redis broker, three priority queues, settings that lose nothing and run nothing twice.
 
 Run a worker with ``browserd worker`` (or ``python -m celery -A workers.celery_app worker``).
+Celery's prefork pool works too (a runtime per child), but ``-P prefork`` cannot be told apart from
+Celery's default and so yields to ``worker_pool`` below: ask for it by its other name,
+``-P processes``.
 Results are not kept by Celery: the job store (``daemon.store``) holds each job's state and result,
 so there is no result backend and every task ignores its return value.
 
