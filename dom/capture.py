@@ -12,6 +12,7 @@ from dom.analyze import FrameAnalysis, FrameResult
 from dom.frames import Frame, Rect
 from dom.model import Element, Numbering, ScrollInfo
 from dom.prompt import Line
+from dom.repeats import repeated_links
 from dom.state import PageState
 
 log = logging.getLogger("browserd.dom")
@@ -61,9 +62,12 @@ class _Analyses:
         return self.base_depth(frame.parent, depths)
 
 
-def _lines(analyses: _Analyses) -> tuple[list[Element], list[Line]]:
-    """All offered elements in document order, and the prompt lines with their depths."""
-    keyed: list[tuple[tuple[int, ...], int, Element | str, Frame]] = []
+Keyed = tuple[tuple[int, ...], int, "Element | str", Frame]  # document position, depth, item, frame
+
+
+def _keyed(analyses: _Analyses) -> list[Keyed]:
+    """Offered elements and loose text of every frame, in document order, with their depths."""
+    keyed: list[Keyed] = []
     depths: dict[tuple[int, int], int] = {}
     for frame, result, _ in analyses.results:
         base = analyses.base_depth(frame, depths)
@@ -75,6 +79,33 @@ def _lines(analyses: _Analyses) -> tuple[list[Element], list[Line]]:
         for node, txt in result.loose_text:
             keyed.append((frame.order + (node,), base, txt, frame))
     keyed.sort(key=lambda item: item[0])
+    return keyed
+
+
+def _without_repeats(keyed: list[Keyed], analyses: _Analyses) -> list[Keyed]:
+    """Links that repeat another link (see ``dom.repeats``) left out. One standing inside a run of
+    text keeps its words there as text, so the sentence around it still reads whole."""
+    holders = {(id(f), p) for f, result, _ in analyses.results for p in result.parent_of.values() if p >= 0}
+    repeated = repeated_links((item[2] for item in keyed if isinstance(item[2], Element)), holders)
+    out: list[Keyed] = []
+    for k, (key, depth, item, frame) in enumerate(keyed):
+        if id(item) not in repeated:
+            out.append((key, depth, item, frame))
+            continue
+        assert isinstance(item, Element)
+        beside = [keyed[j] for j in (k - 1, k + 1) if 0 <= j < len(keyed) and isinstance(keyed[j][2], str)]
+        runs = [
+            b for b in beside
+            if b[3] is frame and _has_word(b[2]) and _same_run(frame.doc.parent, b[0][-1], item._node)
+        ]
+        if runs and item.text:
+            out.append((key, runs[0][1], item.text, frame))
+    return out
+
+
+def _lines(analyses: _Analyses) -> tuple[list[Element], list[Line]]:
+    """All offered elements in document order, and the prompt lines with their depths."""
+    keyed = _without_repeats(_keyed(analyses), analyses)
     elements = [item[2] for item in keyed if isinstance(item[2], Element)]
     lines: list[Line] = []
     prev: tuple[Frame, int] | None = None

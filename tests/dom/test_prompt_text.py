@@ -1,0 +1,49 @@
+"""What the element list says about a page: links listed once.
+
+Each page is written into the fixture site's blank target page, then read the way ``browserd
+inspect`` prints it (``elements_text``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import dom
+from cdp import Page
+
+REPEATS = """
+<nav><a href="/home">Home</a> <a href="/news">News</a></nav>
+<p>Read the <a href="/news">News</a> page before you buy.</p>
+<div class="card"><a href="/mug"><img alt="" width="40" height="40"></a> <a href="/mug">Blue mug</a></div>
+<div><a href="/news" aria-label="Latest news">News</a></div>
+<ul><li><a href="#row1">Edit</a></li><li><a href="#row2">Edit</a></li></ul>
+<button>Buy</button> <button>Buy</button>
+<a href="/news">News</a>
+"""
+
+async def write(page: Page, site, body: str) -> dom.PageState:
+    await page.goto(site.url("/dom/target.html"))
+    await page.evaluate(f"document.body.innerHTML = {json.dumps(body)}; true")
+    return await dom.capture(page)
+
+
+def links(state: dom.PageState, text: str) -> list[dom.Element]:
+    return [el for el in state.elements.values() if el.tag == "a" and el.text == text]
+
+
+async def test_a_link_repeating_another_is_listed_once(page, site):
+    state = await write(page, site, REPEATS)
+    listed = state.elements_text()
+    # the same words to the same address: one entry, the first, however the copies are named
+    assert len(links(state, "News")) == 1
+    assert len(re.findall(r"^\[\d+\]<a>News />$", listed, re.M)) == 1
+    # inside a sentence the repeated link leaves its words, so the sentence still reads
+    assert "Read the News page before you buy." in listed
+    # an image link going where a worded link goes adds nothing; the worded one stays
+    assert [el.attributes["href"] for el in state.elements.values() if el.tag == "a" and not el.text] == []
+    assert len(links(state, "Blue mug")) == 1
+    # in-page links and buttons with equal words may do different things: all kept
+    assert len(links(state, "Edit")) == 2
+    assert len([el for el in state.elements.values() if el.tag == "button" and el.text == "Buy"]) == 2
+
