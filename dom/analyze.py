@@ -20,6 +20,8 @@ from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, TEXT, VISIBILIT
 # What ancestors impose on a node: (hidden, disabled, clip rect in document coordinates,
 # nearest candidate at or above).
 Ctx = tuple[bool, bool, "Rect | None", int]
+# For each container of an offered element: how many it holds, and the first of them.
+Sections = tuple[dict[int, int], dict[int, int]]
 ROOT: Ctx = (False, False, None, -1)
 
 # Called for boxes of a child frame: is the frame's iframe covered there in the parent document?
@@ -329,7 +331,7 @@ class FrameAnalysis:
             x, y, w, h = bounds[k]
             if w <= 0 or h <= 0 or (area is not None and _apart(x, y, w, h, area)):
                 continue
-            if near is not None and not self._explains(parent[i], near):
+            if near is not None and not self._explains(i, near):
                 continue
             box = intersect(intersect((x, y, w, h), clip), area)
             if box is None or box[2] <= 0 or box[3] <= 0 or self.occluders.covers(box, doc.paint[k], i):
@@ -339,33 +341,38 @@ class FrameAnalysis:
             result.loose_text.append((i, text))
         return owned
 
-    def _around(self, offered: dict[int, Rect]) -> dict[int, int] | None:
-        """How many offered elements each ancestor of an offered element holds. None when the frame
-        offers nothing here: then its text is all there is to see, and all of it is kept."""
+    def _around(self, offered: dict[int, Rect]) -> Sections | None:
+        """How many offered elements each ancestor of an offered element holds, and the first of
+        them in document order. None when the frame offers nothing here: then its text is all
+        there is to see, and all of it is kept."""
         if not offered:
             return None
-        parent, held = self.doc.parent, {}
-        for i in offered:
+        parent, held, first = self.doc.parent, {}, {}
+        for i in offered:  # in document order
             p = parent[i]
             while p >= 0:
                 held[p] = held.get(p, 0) + 1
+                first.setdefault(p, i)
                 p = parent[p]
-        return held
+        return held, first
 
-    def _explains(self, p: int, held: dict[int, int]) -> bool:
-        """Is loose text under ``p`` worth a prompt line? Its section is the smallest container that
-        also holds a control. A section with a few controls is a form row, a dialog, a result card:
-        its text labels or explains them. A section holding many is a page region (an article, a
-        footer, the body), and text whose only tie to a control is that region is body text, left
-        to ``text()``, which extraction reads. Headings are always kept (they say where we are), and
-        so are labels tied to a control by ``for``."""
+    def _explains(self, text: int, near: Sections) -> bool:
+        """Is loose text node ``text`` worth a prompt line? Its section is the smallest container
+        that also holds a control. A section with a few controls is a form row, a dialog, a result
+        card: its text labels or explains them. A section holding many is a page region (an
+        article, a footer, the body), and text whose only tie to a control is that region is body
+        text, left to ``text()``, which extraction reads; but text that comes before the region's
+        first control introduces it (a title, the instruction above a task) and is kept. Headings
+        are always kept (they say where we are), and so are labels tied to a control by ``for``."""
+        held, first = near
         doc, explaining, label, for_ = self.doc, self._explaining, self.s.id("LABEL"), self.s.id("for")
+        p = doc.parent[text]
         while p >= 0:
             if doc.name[p] in explaining or (doc.name[p] == label and doc.attr(p, for_) is not None):
                 return True
             count = held.get(p)
             if count:
-                return count <= SECTION_CONTROLS
+                return count <= SECTION_CONTROLS or text < first[p]
             p = doc.parent[p]
         return False
 

@@ -1,4 +1,4 @@
-"""What the element list says about a page: links listed once.
+"""What the element list says about a page: links listed once, and the text that introduces controls.
 
 Each page is written into the fixture site's blank target page, then read the way ``browserd
 inspect`` prints it (``elements_text``).
@@ -21,6 +21,15 @@ REPEATS = """
 <button>Buy</button> <button>Buy</button>
 <a href="/news">News</a>
 """
+
+INTRO = """
+<main>
+  <div id="query">Switch to the tab that lists the seventh link.</div>
+  <ul>{links}</ul>
+  <p>Closing words of the article, after its links.</p>
+</main>
+"""
+
 
 async def write(page: Page, site, body: str) -> dom.PageState:
     await page.goto(site.url("/dom/target.html"))
@@ -47,3 +56,12 @@ async def test_a_link_repeating_another_is_listed_once(page, site):
     assert len(links(state, "Edit")) == 2
     assert len([el for el in state.elements.values() if el.tag == "button" and el.text == "Buy"]) == 2
 
+
+async def test_text_before_a_regions_first_control_is_kept(page, site):
+    many = "".join(f'<li><a href="/l{n}">Link {n}</a></li>' for n in range(1, 9))
+    state = await write(page, site, INTRO.format(links=many))
+    listed = state.elements_text()
+    # the region holds eight links, more than a form row: its body text is left to text() ...
+    assert "Closing words" not in listed and "Closing words" in state.text()
+    # ... but the instruction above its first control says what the controls are for
+    assert listed.startswith("Switch to the tab that lists the seventh link.\n[")
