@@ -28,13 +28,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="pixels beyond the viewport to include; -1 for the whole page (default: BROWSERD_VIEWPORT_EXPANSION)",
     )
     p.add_argument("--wait", choices=WAIT_CHOICES, default="load", help="page lifecycle event to wait for")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="how long to wait for it; a page that is still loading is then shown as it is (default 30)")
     p.set_defaults(handler=run)
 
 
-async def render(page: Page, url: str, *, fmt: str = "text", viewport_expansion: int = 0, wait: str = "load") -> str:
+async def render(page: Page, url: str, *, fmt: str = "text", viewport_expansion: int = 0, wait: str = "load",
+                 timeout: float = 30.0) -> str:
     """Open ``url`` in ``page`` and render its capture; a page that never finishes loading is still shown."""
     try:
-        await page.goto(url, wait_until=wait)  # type: ignore[arg-type]
+        await page.goto(url, wait_until=wait, timeout=timeout)  # type: ignore[arg-type]
     except CDPTimeout:
         print(f"browserd inspect: {url} did not reach '{wait}' in time; showing it as it is", file=sys.stderr)
     state = await dom.capture(page, viewport_expansion=viewport_expansion)
@@ -61,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
     if expansion < -1:
         print("browserd inspect: --viewport-expansion must be -1 or more", file=sys.stderr)
         return 2
+    if args.timeout <= 0:
+        print("browserd inspect: --timeout must be more than 0", file=sys.stderr)
+        return 2
     try:
-        out = asyncio.run(inspect(args.url, pool_config(), fmt=args.format, viewport_expansion=expansion, wait=args.wait))
+        out = asyncio.run(inspect(args.url, pool_config(), fmt=args.format, viewport_expansion=expansion,
+                                  wait=args.wait, timeout=args.timeout))
     except NavigationError as exc:
         print(f"browserd inspect: {exc}", file=sys.stderr)
         return 1

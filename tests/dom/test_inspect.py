@@ -85,3 +85,25 @@ async def test_inspect_every_saved_page(shared_site, offline_pool, name):
         data = json.loads(await render(lease.page, shared_site.url(name), fmt="json"))
         for el in data["elements"]:
             assert el["backend_node_id"] > 0 and el["box"][2] > 0 and el["box"][3] > 0
+
+
+def test_inspect_shows_a_page_still_loading_after_its_timeout(tmp_path):
+    """An image that never arrives holds back ``load``; ``--timeout`` bounds the wait and the page is shown."""
+    import socket
+    import time
+
+    with socket.socket() as hang:  # takes connections and never answers
+        hang.bind(("127.0.0.1", 0))
+        hang.listen(8)
+        (tmp_path / "slow.html").write_text(
+            f'<title>Slow</title><img src="http://127.0.0.1:{hang.getsockname()[1]}/never.png"><button>Go</button>'
+        )
+        with serve(tmp_path) as server:
+            started = time.monotonic()
+            out = browserd(server.url("/slow.html"), "--timeout", "2")
+            took = time.monotonic() - started
+    assert out.returncode == 0, out.stderr
+    assert "did not reach 'load' in time; showing it as it is" in out.stderr
+    assert "<button>Go />" in out.stdout
+    assert took < 25, f"--timeout 2 still took {took:.0f}s"
+    assert not left_running()
