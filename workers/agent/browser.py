@@ -43,6 +43,10 @@ class AgentBrowser:
     async def start(self) -> None:
         await self.tabs()
 
+    def check_alive(self) -> None:
+        """Raise ``cdp.BrowserGone`` if the browser has died."""
+        self.lease.page  # noqa: B018  (the lease checks its browser on every access)
+
     # --- tabs ------------------------------------------------------------------------------
 
     def tab_id(self, page: cdp.Page) -> int:

@@ -9,6 +9,8 @@ from workers.agent.actions.schemas import CloseTab, GoBack, GoToUrl, OpenTab, Se
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
 
+WAIT_SLICE = 0.25  # seconds between looks at the browser during a wait
+
 
 @action("go_to_url", GoToUrl, "Open a URL in the current tab")
 async def go_to_url(ctx: JobContext, p: GoToUrl) -> ActionResult:
@@ -34,7 +36,13 @@ async def go_back(ctx: JobContext, p: GoBack) -> ActionResult:
 
 @action("wait", Wait, "Wait a number of seconds, e.g. for a page to finish loading")
 async def wait(ctx: JobContext, p: Wait) -> ActionResult:
-    await ctx.cancel.sleep(p.seconds)
+    # In slices, looking at the browser after each: one that died meanwhile ends the job now
+    # (BrowserGone), not after the rest of a long wait.
+    remaining = p.seconds
+    while remaining > 0:
+        await ctx.cancel.sleep(min(remaining, WAIT_SLICE))
+        remaining -= WAIT_SLICE
+        ctx.browser.check_alive()
     ctx.browser.invalidate()
     return ActionResult(f"waited {p.seconds:g} seconds")
 
