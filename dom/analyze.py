@@ -33,6 +33,8 @@ SECTION_CONTROLS = 6
 EXPLAINING = ("H1", "H2", "H3", "H4", "H5", "H6", "LEGEND", "CAPTION")
 SCROLL_SCAN_LIMIT = 20_000
 MAX_OPTIONS = 200
+# What Chrome paints on a button input without a value (en-US); ``button`` paints nothing.
+BUTTON_LABELS = {"submit": "Submit", "reset": "Reset", "button": ""}
 
 
 def _apart(x: float, y: float, w: float, h: float, area: Rect) -> bool:
@@ -393,6 +395,8 @@ class FrameAnalysis:
         elif tag in ("input", "textarea"):
             if input_type in ("checkbox", "radio"):
                 checked = i in doc.checked
+            elif input_type in BUTTON_LABELS:  # a button input shows its value as its label
+                text = collapse(attrs.get("value", "")) or BUTTON_LABELS[input_type]
             elif input_type not in ("submit", "button", "reset", "image", "file", "hidden"):
                 v = doc.input_value.get(i, -1)
                 value = doc.s(v) if v >= 0 else attrs.get("value", "")

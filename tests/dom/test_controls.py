@@ -30,6 +30,10 @@ async def test_every_kind_of_control_is_offered(page, site):
     assert len(radios) == 2
     tags_types = {(el.tag, el.attributes.get("type")) for el in state.elements.values()}
     assert {("input", "submit"), ("input", "reset"), ("input", "button"), ("input", "image")} <= tags_types
+    # a button input is labelled by its value, as on screen
+    prompt = state.to_prompt()
+    assert "<input type=submit>Send it />" in prompt and "<input type=button>Input button />" in prompt
+    assert "<input type=reset>Reset />" in prompt
     shadow_input = [el for el in state.elements.values() if el.attributes.get("placeholder") == "open shadow input"]
     assert len(shadow_input) == 1
 
