@@ -8,7 +8,7 @@ text nodes are ever looked at one by one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dom.frames import Frame, Rect, intersect
@@ -46,10 +46,23 @@ def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def spaced(text: str, box: Sequence[float], before: Sequence[float] | None) -> str:
+    """``text`` (first line fragment at ``box``) ready to be appended to the text whose last
+    fragment is at ``before``: with a leading space unless the two touch on one line. A page that writes ``Enter "<b>Alan</b>"`` shows no space
+    around Alan, and the model must not read one; separate lines, cells and blocks read apart."""
+    if before is None or text[:1].isspace():
+        return text
+    x, y, _, h = box
+    bx, by, bw, bh = before
+    touching = abs(bx + bw - x) <= 1.0 and abs(by - y) < min(h, bh) / 2
+    return text if touching else " " + text
+
+
 @dataclass
 class FrameResult:
     elements: list[Element] = field(default_factory=list)
-    loose_text: list[tuple[int, str]] = field(default_factory=list)  # (node, text) outside any element
+    # (node, text) outside any element; the text starts with a space unless it continues the previous one
+    loose_text: list[tuple[int, str]] = field(default_factory=list)
     parent_of: dict[int, int] = field(default_factory=dict)  # offered node -> nearest offered above, or -1
 
 
@@ -314,6 +327,8 @@ class FrameAnalysis:
         table, lay_nodes, lay_text, bounds = doc.s.table, doc.lay_nodes, doc.lay_text, doc.bounds
         node_type, parent, down, visible, area = doc.node_type, doc.parent, self.down, self.visible_id, self.area
         vis = doc.column(VISIBILITY)
+        last_owned: dict[int, Rect] = {}
+        last_loose: Rect | None = None
         for k, t in enumerate(lay_text):
             if t < 0 or vis[k] != visible:
                 continue
@@ -327,8 +342,10 @@ class FrameAnalysis:
             if hidden:
                 continue
             o = nearest_offered(cand) if cand >= 0 else -1
+            starts, ends = doc.text_ends(k)
             if o >= 0:
-                owned.setdefault(o, []).append(text)
+                owned.setdefault(o, []).append(spaced(text, starts, last_owned.get(o)))
+                last_owned[o] = ends
                 continue
             x, y, w, h = bounds[k]
             if w <= 0 or h <= 0 or (area is not None and _apart(x, y, w, h, area)):
@@ -340,7 +357,8 @@ class FrameAnalysis:
                 continue
             if self.covered_above is not None and self.covered_above(self.frame, box):
                 continue
-            result.loose_text.append((i, text))
+            result.loose_text.append((i, spaced(text, starts, last_loose)))
+            last_loose = ends
         return owned
 
     def _around(self, offered: dict[int, Rect]) -> Sections | None:
@@ -384,7 +402,7 @@ class FrameAnalysis:
         doc, frame = self.doc, self.frame
         tag = doc.tag(i)
         attrs = doc.attributes(i)
-        text = collapse(" ".join(texts)) if texts else ""
+        text = collapse("".join(texts)) if texts else ""  # pieces carry their own spacing (``spaced``)
         value: str | None = None
         checked: bool | None = None
         options: list[str] | None = None

@@ -99,7 +99,7 @@ def _without_repeats(keyed: list[Keyed], analyses: _Analyses) -> list[Keyed]:
             if b[3] is frame and _has_word(b[2]) and _same_run(frame.doc.parent, b[0][-1], item._node)
         ]
         if runs and item.text:
-            out.append((key, runs[0][1], item.text, frame))
+            out.append((key, runs[0][1], " " + item.text, frame))
     return out
 
 
@@ -114,14 +114,14 @@ def _lines(analyses: _Analyses) -> tuple[list[Element], list[Line]]:
             lines.append((depth, item))  # replaced by the index once numbered
             prev = None
             continue
-        txt = " ".join(item.split())
         node = key[-1]
         if prev is not None and prev[0] is frame and _same_run(frame.doc.parent, prev[1], node) and lines:
             d, last = lines[-1]
-            lines[-1] = (d, f"{last} {txt}")
+            lines[-1] = (d, last + item)  # the piece carries its own leading space, if any
         else:
-            lines.append((depth, txt))
+            lines.append((depth, item))
         prev = (frame, node)
+    lines = [(d, " ".join(item.split()) if isinstance(item, str) else item) for d, item in lines]
     return elements, [line for line in lines if not isinstance(line[1], str) or _has_word(line[1])]
 
 

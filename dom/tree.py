@@ -74,7 +74,7 @@ class DocTree:
         "s", "frame_id", "url", "title", "base_url", "scroll_x", "scroll_y", "parent", "node_type", "name",
         "value", "backend", "attrs", "clickable", "input_value", "checked", "selected", "content_doc",
         "shadow", "lay", "lay_nodes", "bounds", "styles", "paint", "lay_text", "n", "_ordinals", "_columns",
-        "_marked",
+        "_marked", "_text_boxes", "_text_ends",
     )
 
     def __init__(self, doc: dict[str, Any], strings: Strings) -> None:
@@ -113,9 +113,25 @@ class DocTree:
                 self.styles[k] = blank
         self.paint: list[int] = layout.get("paintOrders") or [0] * len(lay_nodes)
         self.lay_text: list[int] = layout.get("text") or []
+        self._text_boxes: dict[str, list[Any]] = doc.get("textBoxes") or {}
+        self._text_ends: dict[int, tuple[int, int]] | None = None
         self._ordinals: list[int] | None = None
         self._columns: dict[int, list[int]] = {}
         self._marked: list[int] | None = None
+
+    def text_ends(self, k: int) -> tuple[list[float], list[float]]:
+        """Boxes of the first and last line fragments of text layout object ``k``: a wrapped text's
+        own box spans its lines, so only these say where it starts and where it ends."""
+        if self._text_ends is None:
+            ends: dict[int, tuple[int, int]] = {}
+            for j, owner in enumerate(self._text_boxes.get("layoutIndex") or ()):
+                ends[owner] = (ends[owner][0], j) if owner in ends else (j, j)
+            self._text_ends = ends
+        found = self._text_ends.get(k)
+        if found is None:
+            return self.bounds[k], self.bounds[k]
+        boxes = self._text_boxes["bounds"]
+        return boxes[found[0]], boxes[found[1]]
 
     # --- whole columns -----------------------------------------------------------------------
 

@@ -65,3 +65,22 @@ async def test_text_before_a_regions_first_control_is_kept(page, site):
     assert "Closing words" not in listed and "Closing words" in state.text()
     # ... but the instruction above its first control says what the controls are for
     assert listed.startswith("Switch to the tab that lists the seventh link.\n[")
+
+
+SPACING = """
+<p>Enter "<b>Alan</b>" into the field, then press <i>Go</i>.</p>
+<div>first block</div><div>second block</div>
+<table><tr><td>cell one</td><td>cell two</td></tr></table>
+<input placeholder="name"> <button>Pay <b>$</b>10</button>
+"""
+
+
+async def test_text_reads_with_the_spaces_the_page_shows(page, site):
+    """Pieces of text that touch on screen are joined as they are painted: the model must read
+    "Alan", not " Alan ", to type it; blocks, lines and cells stay apart."""
+    state = await write(page, site, SPACING)
+    text = state.elements_text()
+    assert 'Enter "Alan" into the field, then press Go.' in text
+    assert "first block" in text and "second block" in text and "first blocksecond" not in text
+    assert "cell one" in text and "cell two" in text and "onecell" not in text
+    assert "<button>Pay $10 />" in text
