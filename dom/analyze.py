@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from dom.frames import Frame, Rect, intersect
 from dom.model import Element, Scrollable
@@ -30,6 +31,9 @@ CoverCheck = Callable[[Frame, Rect], bool]
 SCROLLING = ("auto", "scroll", "overlay")
 # Loose text is kept when the smallest container holding it and a control holds at most this many.
 SECTION_CONTROLS = 6
+# A control-free block under the page's root whose text stands on this many lines is a panel of its
+# own (a status panel, a footer, a sidebar), not a message about the controls (a result, a toast).
+PANEL_LINES = 3
 EXPLAINING = ("H1", "H2", "H3", "H4", "H5", "H6", "LEGEND", "CAPTION")
 SCROLL_SCAN_LIMIT = 20_000
 MAX_OPTIONS = 200
@@ -46,16 +50,29 @@ def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def same_line(box: Sequence[float], before: Sequence[float]) -> bool:
+    return abs(before[1] - box[1]) < min(box[3], before[3]) / 2
+
+
 def spaced(text: str, box: Sequence[float], before: Sequence[float] | None) -> str:
     """``text`` (first line fragment at ``box``) ready to be appended to the text whose last
     fragment is at ``before``: with a leading space unless the two touch on one line. A page that writes ``Enter "<b>Alan</b>"`` shows no space
     around Alan, and the model must not read one; separate lines, cells and blocks read apart."""
     if before is None or text[:1].isspace():
         return text
-    x, y, _, h = box
-    bx, by, bw, bh = before
-    touching = abs(bx + bw - x) <= 1.0 and abs(by - y) < min(h, bh) / 2
+    touching = abs(before[0] + before[2] - box[0]) <= 1.0 and same_line(box, before)
     return text if touching else " " + text
+
+
+class Loose(NamedTuple):
+    """A piece of loose text waiting for the panel check: its node, where it starts and ends on
+    screen, and the block under the page's root that holds it (None: not subject to the check)."""
+
+    node: int
+    text: str
+    starts: Sequence[float]
+    ends: Sequence[float]
+    block: int | None
 
 
 @dataclass
@@ -74,6 +91,7 @@ class FrameAnalysis:
         self.visible_id, self.none_id = s.id("visible"), s.id("none")
         self.cands = Candidates(doc)
         self._explaining = s.ids(*EXPLAINING)
+        self._roots = s.ids("BODY", "HTML")
         dx, dy = frame.dx, frame.dy
         region_doc = None if region is None else (region[0] - dx, region[1] - dy, region[2], region[3])
         fclip = None if frame.clip is None else (frame.clip[0] - dx, frame.clip[1] - dy, frame.clip[2], frame.clip[3])
@@ -328,7 +346,7 @@ class FrameAnalysis:
         node_type, parent, down, visible, area = doc.node_type, doc.parent, self.down, self.visible_id, self.area
         vis = doc.column(VISIBILITY)
         last_owned: dict[int, Rect] = {}
-        last_loose: Rect | None = None
+        loose: list[Loose] = []
         for k, t in enumerate(lay_text):
             if t < 0 or vis[k] != visible:
                 continue
@@ -350,16 +368,36 @@ class FrameAnalysis:
             x, y, w, h = bounds[k]
             if w <= 0 or h <= 0 or (area is not None and _apart(x, y, w, h, area)):
                 continue
-            if near is not None and not self._explains(i, near):
+            kept, block = (True, None) if near is None else self._explains(i, near)
+            if not kept:
                 continue
             box = intersect(intersect((x, y, w, h), clip), area)
             if box is None or box[2] <= 0 or box[3] <= 0 or self.occluders.covers(box, doc.paint[k], i):
                 continue
             if self.covered_above is not None and self.covered_above(self.frame, box):
                 continue
-            result.loose_text.append((i, spaced(text, starts, last_loose)))
-            last_loose = ends
+            loose.append(Loose(i, text, starts, ends, block))
+        result.loose_text = self._without_panels(loose)
         return owned
+
+    @staticmethod
+    def _without_panels(loose: list[Loose]) -> list[tuple[int, str]]:
+        """The loose text, less the panels: blocks under the page's root whose text stands on
+        ``PANEL_LINES`` lines or more; each piece spaced against the piece kept before it."""
+        lines: dict[int, int] = {}
+        ends_of: dict[int, Sequence[float]] = {}
+        for piece in loose:
+            if piece.block is not None:
+                before = ends_of.get(piece.block)
+                lines[piece.block] = lines.get(piece.block, 0) + (before is None or not same_line(piece.starts, before))
+                ends_of[piece.block] = piece.ends
+        out: list[tuple[int, str]] = []
+        last: Sequence[float] | None = None
+        for piece in loose:
+            if piece.block is None or lines[piece.block] < PANEL_LINES:
+                out.append((piece.node, spaced(piece.text, piece.starts, last)))
+                last = piece.ends
+        return out
 
     def _around(self, offered: dict[int, Rect]) -> Sections | None:
         """How many offered elements each ancestor of an offered element holds, and the first of
@@ -376,25 +414,33 @@ class FrameAnalysis:
                 p = parent[p]
         return held, first
 
-    def _explains(self, text: int, near: Sections) -> bool:
+    def _explains(self, text: int, near: Sections) -> tuple[bool, int | None]:
         """Is loose text node ``text`` worth a prompt line? Its section is the smallest container
         that also holds a control. A section with a few controls is a form row, a dialog, a result
         card: its text labels or explains them. A section holding many is a page region (an
         article, a footer, the body), and text whose only tie to a control is that region is body
         text, left to ``text()``, which extraction reads; but text that comes before the region's
         first control introduces it (a title, the instruction above a task) and is kept. Headings
-        are always kept (they say where we are), and so are labels tied to a control by ``for``."""
+        are always kept (they say where we are), and so are labels tied to a control by ``for``.
+
+        The page's root is a region however few controls a small page has, so text after the
+        controls in a control-free block right under it is kept only while that block is not a
+        panel (see ``_without_panels``): the answer names the block then, else None."""
         held, first = near
         doc, explaining, label, for_ = self.doc, self._explaining, self.s.id("LABEL"), self.s.id("for")
-        p = doc.parent[text]
+        child, p = text, doc.parent[text]
         while p >= 0:
             if doc.name[p] in explaining or (doc.name[p] == label and doc.attr(p, for_) is not None):
-                return True
+                return True, None
             count = held.get(p)
             if count:
-                return count <= SECTION_CONTROLS or text < first[p]
-            p = doc.parent[p]
-        return False
+                if text < first[p]:
+                    return True, None
+                if count > SECTION_CONTROLS:
+                    return False, None
+                return True, (child if doc.name[p] in self._roots and child != text else None)
+            child, p = p, doc.parent[p]
+        return False, None
 
     # --- one offered element -------------------------------------------------------------------
 

@@ -67,6 +67,40 @@ async def test_text_before_a_regions_first_control_is_kept(page, site):
     assert listed.startswith("Switch to the tab that lists the seventh link.\n[")
 
 
+SMALL_PAGE = """
+<div id="wrap">
+  <div id="query">Tick the box next to "blue" and press Send.</div>
+  <div id="area"><label><input type="checkbox"> blue</label> <button>Send</button>
+    <div id="result">Not sent yet</div></div>
+</div>
+<div id="toast"><span>Draft saved.</span></div>
+<div id="status">
+  <div><b>Last reward:</b> <span>-</span></div><div><b>Average:</b> <span>0.5</span></div>
+  <div><b>Time left:</b> <span>10 / 10sec</span></div><div><b>Episodes done:</b> <span>3</span></div>
+</div>
+"""
+
+FLAT_PAGE = """Name <input id="n"> Colour <select><option>blue</option><option>red</option></select> <button>Send</button>"""
+
+
+async def test_a_small_pages_status_panel_is_left_to_text(page, site):
+    """The body is a page region however few controls a page has: a control-free panel under it
+    after the controls (status lines, a footer) explains none of them. Text inside the block
+    holding the controls, the instruction above them and a one-line message after them stay."""
+    state = await write(page, site, SMALL_PAGE)
+    listed = state.elements_text()
+    assert listed.startswith('Tick the box next to "blue" and press Send.\n')
+    assert "Not sent yet" in listed and "blue" in listed and "Draft saved." in listed
+    assert "Last reward" not in listed and "Time left" not in listed
+    assert "Time left: 10 / 10sec" in state.text()
+
+
+async def test_a_page_without_containers_keeps_its_labels(page, site):
+    state = await write(page, site, FLAT_PAGE)
+    listed = state.elements_text()
+    assert "Name" in listed and "Colour" in listed
+
+
 SPACING = """
 <p>Enter "<b>Alan</b>" into the field, then press <i>Go</i>.</p>
 <div>first block</div><div>second block</div>
