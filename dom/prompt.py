@@ -62,8 +62,8 @@ def _attributes(el: Element) -> list[tuple[str, str]]:
         value = " ".join(value.split())
         if not value or (key == "type" and value.lower() in QUIET_TYPES.get(el.tag, ())):
             continue
-        if key == "role" and value in (el.tag, implicit_role(el.tag, attrs.get("type", "").lower())):
-            continue
+        if key == "role" and value in (el.tag, "presentation", "none", implicit_role(el.tag, attrs.get("type", "").lower())):
+            continue  # the tag already says it, or the role says only "no role"
         low = value.lower()
         if key in TEXT_IF_DIFFERENT and (_repeats(low, text) or low in seen):
             continue

@@ -118,3 +118,11 @@ async def test_text_reads_with_the_spaces_the_page_shows(page, site):
     assert "first block" in text and "second block" in text and "first blocksecond" not in text
     assert "cell one" in text and "cell two" in text and "onecell" not in text
     assert "<button>Pay $10 />" in text
+
+
+async def test_a_role_that_only_says_no_role_is_not_shown(page, site):
+    tabs = '<ul role="tablist"><li role="tab"><a href="#t1" role="presentation">Tab #1</a></li>' \
+           '<li role="tab"><a href="#t2" role="none">Tab #2</a></li></ul>'
+    listed = (await write(page, site, tabs)).elements_text()
+    assert "<a>Tab #1 />" in listed and "<a>Tab #2 />" in listed
+    assert "presentation" not in listed and "role=none" not in listed
