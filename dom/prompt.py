@@ -19,6 +19,7 @@ HINTS = ("id", "class")
 # types that tell the model nothing: the default text input, and a button that submits or does nothing
 QUIET_TYPES = {"input": ("text",), "button": ("submit", "button")}
 TEXT_IF_DIFFERENT = ("aria-label", "title", "placeholder", "alt")
+NO_ROLE = ("presentation", "none")
 ATTR_CAP = 24
 ELEMENT_TEXT_CAP = 60
 LINE_CAP = 80
@@ -62,7 +63,7 @@ def _attributes(el: Element) -> list[tuple[str, str]]:
         value = " ".join(value.split())
         if not value or (key == "type" and value.lower() in QUIET_TYPES.get(el.tag, ())):
             continue
-        if key == "role" and value in (el.tag, "presentation", "none", implicit_role(el.tag, attrs.get("type", "").lower())):
+        if key == "role" and value in (el.tag, *NO_ROLE, implicit_role(el.tag, attrs.get("type", "").lower())):
             continue  # the tag already says it, or the role says only "no role"
         low = value.lower()
         if key in TEXT_IF_DIFFERENT and (_repeats(low, text) or low in seen):
