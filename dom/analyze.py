@@ -387,10 +387,12 @@ class FrameAnalysis:
         lines: dict[int, int] = {}
         ends_of: dict[int, Sequence[float]] = {}
         for piece in loose:
-            if piece.block is not None:
-                before = ends_of.get(piece.block)
-                lines[piece.block] = lines.get(piece.block, 0) + (before is None or not same_line(piece.starts, before))
-                ends_of[piece.block] = piece.ends
+            if piece.block is None:
+                continue
+            before = ends_of.get(piece.block)
+            if before is None or not same_line(piece.starts, before):
+                lines[piece.block] = lines.get(piece.block, 0) + 1
+            ends_of[piece.block] = piece.ends
         out: list[tuple[int, str]] = []
         last: Sequence[float] | None = None
         for piece in loose:

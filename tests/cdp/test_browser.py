@@ -6,6 +6,7 @@ import asyncio
 import os
 import stat
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -187,9 +188,10 @@ async def test_chrome_leaves_no_scratch_files_behind():
     assert set(scratch.glob("org.chromium.Chromium.*")) == before
 
 
-async def _steady(read, settled, timeout: float = 5.0):
+async def _steady(read: Callable[[], set[int]], settled: Callable[[set[int]], bool], timeout: float = 5.0) -> set[int]:
     """``read()`` once ``settled`` holds for it twice in a row 0.5 s apart, or as it is at ``timeout``."""
-    deadline, last = asyncio.get_running_loop().time() + timeout, None
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: set[int] | None = None
     while True:
         found = read()
         if settled(found) and found == last:
