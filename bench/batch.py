@@ -14,8 +14,8 @@ import json
 import time
 import urllib.request
 
-from daemon.metrics import queue_keys
 from tests.queue.stack import TOKEN, stack
+from workers.jobs.metrics import queue_keys
 
 
 def body(jobs: int) -> bytes:

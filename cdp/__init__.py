@@ -1,7 +1,10 @@
-"""Raw CDP: one websocket per browser, flattened sessions, a Chromium launcher and a lease pool."""
+"""Raw CDP: one pipe (or websocket) per browser, flattened sessions, a Chromium launcher, a lease pool,
+the egress proxy every leased context goes through (and a job's upstream proxy chained behind it),
+and a context's storage state (cookies, localStorage) written and read back."""
 
 from cdp.browser import Browser
 from cdp.connection import Connection
+from cdp.egress import EgressProxy, Gate, NetworkPolicy
 from cdp.errors import (
     BrowserGone,
     CDPError,
@@ -11,18 +14,24 @@ from cdp.errors import (
     ChromeNotFound,
     NavigationError,
     PoolClosed,
+    ResourceLimitExceeded,
     TargetClosed,
     TargetCrashed,
 )
 from cdp.launcher import chrome_pids, die_with_parent, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
 from cdp.lease import Lease
-from cdp.page import EvaluationError, Page
+from cdp.downloads import Download, DownloadLimits, Downloads
+from cdp.page import Dialog, EvaluationError, Page
 from cdp.pool import BrowserPool, PoolConfig, PoolStats
 from cdp.session import CDPSession
+from cdp.storage import OriginLog, read_state, write_state
+from cdp.upstream import UpstreamProxy
 
 __all__ = [
-    "Browser", "BrowserGone", "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout",
-    "ChromeLaunchError", "ChromeNotFound", "Connection", "EvaluationError", "Lease", "NavigationError",
-    "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "chrome_pids", "die_with_parent", "find_chrome",
-    "launch_chrome", "process_tree", "sweep_stale_profiles",
+    "Browser", "BrowserGone", "Dialog", "Download", "DownloadLimits", "Downloads", "ResourceLimitExceeded",
+    "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout", "ChromeLaunchError", "ChromeNotFound",
+    "Connection", "EgressProxy", "EvaluationError", "Gate", "Lease", "NavigationError", "NetworkPolicy",
+    "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "UpstreamProxy",
+    "chrome_pids", "die_with_parent", "find_chrome", "launch_chrome", "process_tree", "read_state",
+    "sweep_stale_profiles", "write_state",
 ]

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cdp.connection import Connection
-from cdp.errors import BrowserGone, CDPException
-from cdp.launcher import ChromeProcess, launch_chrome, tree_memory_bytes
+from cdp.errors import BrowserGone, CDPException, CDPTimeout, ChromeLaunchError
+from cdp.launcher import ChromeProcess, Debugging, launch_chrome, tree_memory_bytes
 from cdp.page import Page
 
 log = logging.getLogger("browserd.cdp")
@@ -45,10 +45,20 @@ class Browser:
         extra_args: list[str] | tuple[str, ...] = (),
         timeout: float = 20.0,
         cdp_timeout: float = 30.0,
+        debugging: Debugging = "pipe",
     ) -> Browser:
-        process = await launch_chrome(executable, extra_args=extra_args, timeout=timeout)
+        """Launch a Chrome and speak to it over its DevTools pipe: it opens no port a page could
+        reach. ``debugging="port"`` opens a loopback port instead (to share the browser with
+        another client, as tests of ``connect`` do)."""
+        process = await launch_chrome(executable, extra_args=extra_args, timeout=timeout, debugging=debugging)
         try:
-            connection = await Connection.open(process.ws_url, default_timeout=cdp_timeout)
+            if process.pipe is not None:
+                connection = await Connection.pipe(process.pipe.read_fd, process.pipe.write_fd,
+                                                   description=f"pipe to chrome {process.pid}",
+                                                   default_timeout=cdp_timeout)
+            else:
+                connection = await Connection.open(process.ws_url, default_timeout=cdp_timeout)
+            await _first_reply(connection, process, timeout)
         except BaseException:
             await process.kill(grace=0.5)
             raise
@@ -56,7 +66,11 @@ class Browser:
 
     @classmethod
     async def connect(cls, endpoint: str, *, cdp_timeout: float = 30.0) -> Browser:
-        """Attach to a running browser by ``ws://…`` URL or ``http://host:port``."""
+        """Attach to a running browser by ``ws://…`` URL or ``http://host:port``.
+
+        That endpoint controls every context of the browser: it must not be reachable from the
+        pages the browser loads (nor from anything untrusted on its network).
+        """
         ws_url = endpoint
         if endpoint.startswith(("http://", "https://")):
             ws_url = await asyncio.to_thread(_ws_url_from_http, endpoint)
@@ -105,9 +119,16 @@ class Browser:
 
     # --- contexts and pages ----------------------------------------------------------------
 
-    async def new_context(self) -> str:
-        """An isolated browser context: its own cookies, storage and cache."""
-        reply = await self.connection.root.send("Target.createBrowserContext", {"disposeOnDetach": True})
+    async def new_context(self, proxy_server: str | None = None) -> str:
+        """An isolated browser context: its own cookies, storage and cache.
+
+        With ``proxy_server`` every request of the context goes through that proxy, loopback
+        included (``<-loopback>`` removes Chrome's implicit bypass for it): see ``cdp.egress``.
+        """
+        params: dict[str, Any] = {"disposeOnDetach": True}
+        if proxy_server is not None:
+            params.update(proxyServer=proxy_server, proxyBypassList="<-loopback>")
+        reply = await self.connection.root.send("Target.createBrowserContext", params)
         return reply["browserContextId"]
 
     async def dispose_context(self, context_id: str) -> None:
@@ -140,6 +161,19 @@ class Browser:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watch
+
+
+async def _first_reply(connection: Connection, process: ChromeProcess, timeout: float) -> None:
+    """Wait until Chrome answers; a Chrome that dies first is a launch error with its stderr."""
+    try:
+        await connection.root.send("Browser.getVersion", timeout=timeout)
+    except (BrowserGone, CDPTimeout) as exc:
+        await connection.close()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(process.proc.wait(), 1.0)
+        code = process.proc.returncode
+        what = f"exited with code {code}" if code is not None else f"did not answer within {timeout:g}s"
+        raise ChromeLaunchError(f"chrome {what} on its DevTools {connection.url}", process.stderr_tail()) from exc
 
 
 def _ws_url_from_http(endpoint: str) -> str:

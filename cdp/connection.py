@@ -1,7 +1,8 @@
-"""One websocket per browser, multiplexing every target session over it (flattened sessions).
+"""One transport per browser (a pipe or a websocket), multiplexing every target session over it
+(flattened sessions).
 
 Replies are routed to futures by message id, events to the session named by their ``sessionId``.
-When the socket closes every pending call fails at once with ``BrowserGone``: nobody waits for a
+When the transport closes every pending call fails at once with ``BrowserGone``: nobody waits for a
 timeout on a browser that is already dead.
 """
 
@@ -14,11 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import websockets
-from websockets.asyncio.client import ClientConnection
-
 from cdp.errors import BrowserGone, CDPError, CDPException, CDPTimeout
 from cdp.session import CDPSession
+from cdp.transport import PipeTransport, Transport, TransportClosed, WebSocketTransport
 
 log = logging.getLogger("browserd.cdp")
 
@@ -26,12 +25,12 @@ DEFAULT_TIMEOUT = 30.0
 
 
 class Connection:
-    """A live DevTools websocket. Create with ``await Connection.open(ws_url)``."""
+    """A live DevTools connection: ``await Connection.open(ws_url)`` or ``await Connection.pipe(r, w)``."""
 
-    def __init__(self, ws: ClientConnection, url: str, *, default_timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.url = url
+    def __init__(self, transport: Transport, *, default_timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.url = transport.description
         self.default_timeout = default_timeout
-        self._ws = ws
+        self._transport = transport
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[asyncio.Future[dict[str, Any]], str, str | None]] = {}
         self._sessions: dict[str | None, CDPSession] = {}
@@ -39,22 +38,19 @@ class Connection:
         self.gone: BrowserGone | None = None
         self.root = CDPSession(self, None, target_id="browser")
         self._sessions[None] = self.root
-        self._reader = asyncio.get_running_loop().create_task(self._read_loop(), name=f"cdp-reader {url}")
+        self._reader = asyncio.get_running_loop().create_task(self._read_loop(), name=f"cdp-reader {self.url}")
 
     @classmethod
     async def open(cls, ws_url: str, *, timeout: float = 10.0, default_timeout: float = DEFAULT_TIMEOUT) -> Connection:
-        try:
-            ws = await websockets.connect(
-                ws_url,
-                max_size=None,  # a DOM snapshot of a large page is tens of MB
-                compression=None,
-                open_timeout=timeout,
-                ping_interval=None,  # liveness comes from the process watch and socket close
-                close_timeout=1,
-            )
-        except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake) as exc:
-            raise BrowserGone(f"cannot connect to {ws_url}: {exc}") from exc
-        return cls(ws, ws_url, default_timeout=default_timeout)
+        """Attach over a DevTools websocket (a browser browserd did not launch)."""
+        return cls(await WebSocketTransport.connect(ws_url, timeout=timeout), default_timeout=default_timeout)
+
+    @classmethod
+    async def pipe(cls, read_fd: int, write_fd: int, *, description: str = "pipe",
+                   default_timeout: float = DEFAULT_TIMEOUT) -> Connection:
+        """Speak over the pipes of a Chrome started with ``--remote-debugging-pipe``."""
+        transport = await PipeTransport.open(read_fd, write_fd, description=description)
+        return cls(transport, default_timeout=default_timeout)
 
     @property
     def closed(self) -> bool:
@@ -105,11 +101,11 @@ class Connection:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = (fut, method, session_id)
         try:
-            await self._ws.send(json.dumps(message))
-        except websockets.ConnectionClosed as exc:
+            await self._transport.send(json.dumps(message))
+        except TransportClosed as exc:
             self._pending.pop(msg_id, None)
-            self._lost(f"websocket closed: {exc}")
-            raise BrowserGone(self.gone.reason if self.gone else str(exc), method=method) from exc
+            self._lost(exc.reason)
+            raise BrowserGone(self.gone.reason if self.gone else exc.reason, method=method) from exc
         limit = self.default_timeout if timeout is None else timeout
         try:
             async with asyncio.timeout(limit):
@@ -135,12 +131,11 @@ class Connection:
     # --- reading ---------------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
-        reason = "websocket closed"
         try:
-            async for raw in self._ws:
-                self._dispatch(json.loads(raw))
-        except websockets.ConnectionClosed as exc:
-            reason = f"websocket closed ({exc.rcvd.code if exc.rcvd else 'no close frame'})"
+            while True:
+                self._dispatch(json.loads(await self._transport.recv()))
+        except TransportClosed as exc:
+            reason = exc.reason
         except Exception as exc:  # a bug in a handler must not leave callers hanging
             log.exception("cdp reader failed")
             reason = f"reader failed: {exc!r}"
@@ -201,13 +196,13 @@ class Connection:
                 log.exception("cdp close callback failed")
 
     def abort(self, reason: str) -> None:
-        """Declare the browser gone now (its process died) and drop the socket."""
+        """Declare the browser gone now (its process died) and drop the transport."""
         self._lost(reason)
-        asyncio.get_running_loop().create_task(self._ws.close())
+        asyncio.get_running_loop().create_task(self._transport.close())
 
     async def close(self) -> None:
         self._lost("connection closed by browserd")
-        await self._ws.close()
+        await self._transport.close()
         self._reader.cancel()
         try:
             await self._reader

@@ -51,6 +51,16 @@ class TargetClosed(CDPException):
         super().__init__(f"target {target_id} closed{where}")
 
 
+class ResourceLimitExceeded(CDPException):
+    """A lease's pages used more memory than its limit and were stopped; other leases are unaffected."""
+
+    def __init__(self, context_id: str, used_bytes: int, limit_bytes: int, *, measure: str) -> None:
+        self.context_id, self.used_bytes, self.limit_bytes, self.measure = context_id, used_bytes, limit_bytes, measure
+        mib = 1024 * 1024
+        super().__init__(f"the page used {used_bytes // mib} MiB ({measure}), more than the "
+                         f"{limit_bytes // mib} MiB limit of one browser context; it was stopped")
+
+
 class ChromeNotFound(CDPException):
     """No Chrome binary at the configured path or on PATH."""
 

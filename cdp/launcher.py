@@ -1,8 +1,11 @@
 """Find, launch and reliably kill a headless Chromium.
 
 Chrome runs in its own process group so that one ``killpg`` takes every zygote and renderer with
-it; the port is chosen by Chrome (``--remote-debugging-port=0``) and read back from
-``DevToolsActivePort``, so parallel launches never race for a port.
+it. browserd speaks to it over ``--remote-debugging-pipe`` (fds 3 and 4): no DevTools port is
+opened, so no page can reach the browser's debugger through ``http://127.0.0.1:<port>``. A port
+is opened only when asked for (``debugging="port"``, to hand the browser to another client); it
+is chosen by Chrome (``--remote-debugging-port=0``) and read back from ``DevToolsActivePort``, so
+parallel launches never race for a port.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
 import logging
 import os
 import shutil
@@ -20,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from cdp.errors import ChromeLaunchError, ChromeNotFound
 
@@ -41,6 +46,10 @@ DISABLED_FEATURES = (
     "WebUIOmniboxAimPopup",
     "WebUIOmniboxFullPopup",
     "SpareRendererForSitePerProcess",  # the pool's warm contexts are our spares
+    # Chrome's own form-autofill queries (content-autofill.googleapis.com on a form submit) go out
+    # through a job's egress gate like page traffic, where they were refused and reported to the
+    # model as if the page had tried them: browserd's browsers have no use for Google's service.
+    "AutofillServerCommunication",
 )
 
 HEADLESS_FLAGS = (
@@ -102,15 +111,33 @@ def find_chrome(explicit: str | None = None) -> str:
     )
 
 
+Debugging = Literal["pipe", "port"]
+
+# Chrome's pipe ends are its fds 3 (commands in) and 4 (replies and events out). subprocess keeps
+# passed fds at their own numbers, so a shell moves ours there just before Chrome starts (bash:
+# dash takes single-digit fds only, and ours are above 9).
+_PIPE_EXEC = 'exec "$@" 3<&{in_} 4>&{out} {in_}<&- {out}>&-'
+_HIGH_FD = 10  # our pipe fds live above 4, so the shell's moves never overwrite one another
+
+
+@dataclass
+class CdpPipe:
+    """Our ends of a launched Chrome's DevTools pipes."""
+
+    read_fd: int  # Chrome's fd 4
+    write_fd: int  # Chrome's fd 3
+
+
 @dataclass
 class ChromeProcess:
-    """A launched Chrome: its process, profile directory and DevTools endpoint."""
+    """A launched Chrome: its process, profile directory and DevTools endpoint (a pipe or a port)."""
 
     proc: asyncio.subprocess.Process
     user_data_dir: Path
     ws_url: str
     port: int
     stderr_path: Path
+    pipe: CdpPipe | None = None
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -146,8 +173,12 @@ async def launch_chrome(
     extra_args: list[str] | tuple[str, ...] = (),
     timeout: float = 20.0,
     die_with_parent_process: bool = True,
+    debugging: Debugging = "pipe",
 ) -> ChromeProcess:
-    """Start headless Chrome with a fresh profile and wait until its DevTools port is open.
+    """Start headless Chrome with a fresh profile, its DevTools on a pipe (or a port, if asked).
+
+    ``debugging="pipe"`` (the default): ``ChromeProcess.pipe`` holds our ends and no port exists.
+    ``debugging="port"``: wait until the DevTools port is open (``ws_url``, ``port``).
 
     ``die_with_parent_process``: Chrome gets SIGKILL when the thread that launched it dies (Linux
     ``PR_SET_PDEATHSIG``), so a worker killed with SIGKILL leaves no browser behind; Chrome's own
@@ -160,35 +191,69 @@ async def launch_chrome(
         binary,
         *merge_feature_switches([*HEADLESS_FLAGS, *extra_args]),
         f"--user-data-dir={profile}",
-        "--remote-debugging-port=0",
-        "--remote-debugging-address=127.0.0.1",
+        *(["--remote-debugging-pipe"] if debugging == "pipe" else
+          ["--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]),
         "about:blank",
     ]
+    ours, theirs = _pipes() if debugging == "pipe" else (None, ())
     stderr = open(stderr_path, "wb")  # a file, not a pipe: a chatty Chrome must never block on it
     try:
         proc = await asyncio.create_subprocess_exec(
-            *args,
+            *_with_pipes(args, theirs),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
+            pass_fds=theirs,
             preexec_fn=die_with_parent() if die_with_parent_process else None,
         )
     except OSError as exc:
-        stderr.close()
+        if ours is not None:
+            _close_fds(ours.read_fd, ours.write_fd)
         await asyncio.to_thread(_remove_tree, profile)
         raise ChromeLaunchError(f"cannot execute {binary}: {exc}") from exc
     finally:
-        if not stderr.closed:
-            stderr.close()
-    chrome = ChromeProcess(proc, profile, "", 0, stderr_path)
-    try:
-        chrome.port, chrome.ws_url = await _wait_for_port(chrome, timeout)
-    except BaseException:
-        await chrome.kill(grace=0.5)
-        raise
-    log.debug("launched chrome pid=%s port=%s", proc.pid, chrome.port)
+        stderr.close()
+        _close_fds(*theirs)
+    chrome = ChromeProcess(proc, profile, "", 0, stderr_path, pipe=ours)
+    if ours is None:
+        try:
+            chrome.port, chrome.ws_url = await _wait_for_port(chrome, timeout)
+        except BaseException:
+            await chrome.kill(grace=0.5)
+            raise
+    log.debug("launched chrome pid=%s debugging=%s", proc.pid, debugging if ours else f"port {chrome.port}")
     return chrome
+
+
+def _pipes() -> tuple[CdpPipe, tuple[int, int]]:
+    """Two pipes: ours (close-on-exec) and Chrome's ends (its fd 3 source, its fd 4 target)."""
+    to_chrome_r, to_chrome_w = os.pipe()
+    from_chrome_r, from_chrome_w = os.pipe()
+    theirs = tuple(_high(fd, inheritable=True) for fd in (to_chrome_r, from_chrome_w))
+    ours = CdpPipe(read_fd=_high(from_chrome_r), write_fd=_high(to_chrome_w))
+    return ours, theirs  # type: ignore[return-value]
+
+
+def _high(fd: int, *, inheritable: bool = False) -> int:
+    """``fd`` moved to a number of at least ``_HIGH_FD``."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
+    os.close(fd)
+    os.set_inheritable(moved, inheritable)
+    return moved
+
+
+def _with_pipes(args: list[str], theirs: tuple[int, ...]) -> list[str]:
+    if not theirs:
+        return args
+    in_, out = theirs
+    return ["/bin/bash", "-c", _PIPE_EXEC.format(in_=in_, out=out), "bash", *args]
+
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 async def _wait_for_port(chrome: ChromeProcess, timeout: float) -> tuple[int, str]:
@@ -212,7 +277,11 @@ async def _wait_for_port(chrome: ChromeProcess, timeout: float) -> tuple[int, st
 
 
 def process_tree(root_pid: int) -> list[int]:
-    """``root_pid`` and all of its descendants, read from /proc (Linux)."""
+    """``root_pid`` and all of its descendants, read from /proc (Linux).
+
+    Not psutil: measured with ~230 processes, ``Process.children(recursive=True)`` took 114 ms
+    against 38 ms here (and ``process_iter`` 205 ms against 97 ms for ``chrome_pids``).
+    """
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():

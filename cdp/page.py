@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from cdp.errors import CDPException, NavigationError
+from cdp.errors import CDPException, CDPTimeout, NavigationError, TargetClosed
 from cdp.session import CDPSession
 
 log = logging.getLogger("browserd.cdp")
@@ -15,6 +19,27 @@ log = logging.getLogger("browserd.cdp")
 WaitUntil = Literal["commit", "domcontentloaded", "load", "networkidle"]
 
 _LIFECYCLE = {"domcontentloaded": "DOMContentLoaded", "load": "load", "networkidle": "networkAlmostIdle"}
+
+# A page that opens more dialogs than this within DIALOG_WINDOW seconds is in a loop (``while
+# (true) alert()``): answering each one lets its script spin on, and neither Runtime.terminateExecution
+# nor disabling script answers while it does, so the tab is closed.
+DIALOG_BURST = 20
+DIALOG_WINDOW = 5.0
+SETUP_TIMEOUT = 10.0  # a tab whose Page domain cannot be enabled is stuck (a dialog opened before we attached)
+
+
+@dataclass(frozen=True)
+class Dialog:
+    """A JavaScript dialog a page opened, and how it was answered (``message`` is page text: untrusted)."""
+
+    type: str  # alert, confirm, prompt, beforeunload
+    message: str
+    url: str
+    accepted: bool
+    target_id: str
+
+
+DialogListener = Callable[[Dialog], None]
 
 
 class EvaluationError(Exception):
@@ -38,7 +63,13 @@ class Page:
         self.context_id = context_id
         self.frame_sessions: dict[str, CDPSession] = {}
         self.main_frame_id: str = target_id  # a page's main frame id equals its target id
+        self.frame_ids: set[str] = {target_id}  # every frame of the tab, in-process or not
         self._lifecycle: list[dict[str, Any]] = []
+        self.accept_dialogs = False
+        self.dialog_listener: DialogListener | None = None
+        self.dialogs: list[Dialog] = []  # kept from the start: a tab may alert while it is being attached
+        self.closed_for: str | None = None  # why browserd closed this tab itself (a dialog loop)
+        self._dialog_times: deque[float] = deque(maxlen=DIALOG_BURST + 1)
 
     def __repr__(self) -> str:
         return f"<Page {self.target_id[:8]} context={self.context_id and self.context_id[:8]}>"
@@ -54,14 +85,49 @@ class Page:
     async def _setup(self) -> None:
         s = self.session
         s.on("Page.lifecycleEvent", self._on_lifecycle)
+        s.on("Page.javascriptDialogOpening", self._on_dialog)
+        s.on("Page.frameAttached", lambda p: self.frame_ids.add(p["frameId"]))
+        s.on("Page.frameDetached", lambda p: p.get("reason") != "swap" and self.frame_ids.discard(p["frameId"]))
         s.on("Target.attachedToTarget", self._on_child_attached)
         s.on("Target.detachedFromTarget", self._on_child_detached)
-        await asyncio.gather(
-            s.send("Page.enable"),
-            s.send("Page.setLifecycleEventsEnabled", {"enabled": True}),
-            s.send("Inspector.enable"),
-            _auto_attach(s),
-        )
+        try:
+            await asyncio.gather(
+                s.send("Page.enable", timeout=SETUP_TIMEOUT),
+                s.send("Page.setLifecycleEventsEnabled", {"enabled": True}, timeout=SETUP_TIMEOUT),
+                s.send("Inspector.enable", timeout=SETUP_TIMEOUT),
+                _auto_attach(s),
+            )
+        except CDPTimeout:
+            # A dialog opened before Page was enabled is never reported and cannot be answered;
+            # the tab's renderer stays blocked, so the tab is of no use: close it.
+            self.closed_for = "it was stuck (a dialog opened before browserd attached to it)"
+            await self.close()
+            raise TargetClosed(self.target_id, method="Page.enable") from None
+
+    def has_frame(self, frame_id: str) -> bool:
+        return frame_id in self.frame_ids or frame_id in self.frame_sessions
+
+    # --- dialogs ---------------------------------------------------------------------------
+
+    async def _on_dialog(self, params: dict[str, Any]) -> None:
+        """Answer a dialog at once (it blocks the page's scripts, its load and every evaluate)."""
+        kind = params.get("type", "alert")
+        accept = self.accept_dialogs or kind == "beforeunload"  # leaving was asked for by the agent
+        dialog = Dialog(kind, params.get("message", ""), params.get("url", ""), accept, self.target_id)
+        now = time.monotonic()
+        self._dialog_times.append(now)
+        flood = len(self._dialog_times) > DIALOG_BURST and now - self._dialog_times[0] < DIALOG_WINDOW
+        self.dialogs.append(dialog)
+        if self.dialog_listener is not None:
+            self.dialog_listener(dialog)
+        try:
+            await self.session.send("Page.handleJavaScriptDialog", {"accept": accept, "promptText": ""}, timeout=5)
+        except CDPException as exc:
+            log.debug("dialog on %s not answered: %s", self, exc)
+        if flood and self.closed_for is None:
+            self.closed_for = f"it opened more than {DIALOG_BURST} dialogs within {DIALOG_WINDOW:g}s"
+            log.info("closing %s: %s", self, self.closed_for)
+            await self.close()
 
     # --- frames ----------------------------------------------------------------------------
 
@@ -174,9 +240,16 @@ class Page:
     async def title(self) -> str:
         return (await self.info())["title"]
 
-    async def screenshot(self, *, full_page: bool = False) -> bytes:
-        """A PNG of the viewport (or the whole page)."""
-        params: dict[str, Any] = {"format": "png"}
+    async def screenshot(self, *, full_page: bool = False, jpeg_quality: int | None = None,
+                         scale: float = 1.0) -> bytes:
+        """A PNG of the viewport (or the whole page); a JPEG with ``jpeg_quality``, shrunk by ``scale``."""
+        params: dict[str, Any] = {"format": "png"} if jpeg_quality is None else {
+            "format": "jpeg", "quality": jpeg_quality, "optimizeForSpeed": True}  # about half the time
+        if scale != 1.0 and not full_page:
+            metrics = await self.session.send("Page.getLayoutMetrics")
+            view = metrics.get("cssVisualViewport") or metrics["visualViewport"]
+            params["clip"] = {"x": view.get("pageX", 0), "y": view.get("pageY", 0), "width": view["clientWidth"],
+                              "height": view["clientHeight"], "scale": scale}
         if full_page:
             params["captureBeyondViewport"] = True
             metrics = await self.session.send("Page.getLayoutMetrics")
@@ -184,6 +257,11 @@ class Page:
             params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
         reply = await self.session.send("Page.captureScreenshot", params)
         return base64.b64decode(reply["data"])
+
+    async def set_viewport(self, width: int, height: int) -> None:
+        """Render the tab at this size (CSS pixels), whatever the browser window's."""
+        await self.session.send("Emulation.setDeviceMetricsOverride",
+                                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
 
     async def bring_to_front(self) -> None:
         await self.session.send("Page.bringToFront")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -19,14 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cdp.browser import Browser
-from cdp.errors import BrowserGone, CDPException, PoolClosed
-from cdp.launcher import sweep_stale_profiles
+from cdp.egress import EgressProxy, Gate, NetworkPolicy, Resolver
+from cdp.errors import BrowserGone, CDPException, PoolClosed, ResourceLimitExceeded
+from cdp.launcher import process_tree, sweep_stale_profiles
 from cdp.lease import Lease
 from cdp.page import Page
 
 log = logging.getLogger("browserd.pool")
 
 SlotState = Literal["starting", "ready", "draining"]
+BUSY_SHARE = 0.5  # a renderer that used at least this share of a CPU between two looks is running script
+GROWING = 4 * 1024 * 1024  # ... or whose resident size grew by this much
 Listener = Callable[..., None]
 
 
@@ -44,6 +49,12 @@ class PoolConfig:
     cdp_urls: list[str] = field(default_factory=list)
     launch_timeout: float = 20.0
     cdp_timeout: float = 30.0
+    context_memory_limit_mb: int = 1024  # 0: no per-context limit
+    context_check_interval: float = 1.0
+    # Set: every context goes through the egress proxy, under this rule until a job admits its own
+    # (see cdp.egress). None: contexts reach the network directly (a bare pool for library use).
+    egress: NetworkPolicy | None = None
+    resolver: Resolver | None = None  # how the proxy resolves names; default: the system's
 
     @classmethod
     def from_settings(cls, settings: Any) -> PoolConfig:
@@ -58,6 +69,8 @@ class PoolConfig:
             cdp_urls=list(settings.cdp_urls),
             launch_timeout=settings.launch_timeout,
             cdp_timeout=settings.cdp_timeout,
+            context_memory_limit_mb=settings.context_memory_limit_mb,
+            egress=NetworkPolicy.build(settings.allow_private_networks, settings.allowed_networks),
         )
 
 
@@ -89,6 +102,7 @@ class _Slot:
         self.retiring = False
         self.wake = asyncio.Event()
         self.refill_task: asyncio.Task[None] | None = None
+        self.renderers: _RendererSample | None = None  # last look at the renderer processes
 
 
 class BrowserPool:
@@ -107,6 +121,11 @@ class BrowserPool:
         self._recycles: dict[str, int] = {}
         self._wait_total = 0.0
         self._health: asyncio.Task[None] | None = None
+        self._contexts_watch: asyncio.Task[None] | None = None
+        self.egress: EgressProxy | None = None
+        if self.config.egress is not None:
+            self.egress = EgressProxy(default_rule=self.config.egress, resolver=self.config.resolver)
+        self._gates: dict[str, Gate] = {}
 
     async def __aenter__(self) -> BrowserPool:
         await self.start()
@@ -142,21 +161,28 @@ class BrowserPool:
             await self.close()
             raise errors[0]
         self._health = asyncio.get_running_loop().create_task(self._health_loop(), name="pool-health")
+        if self.config.context_memory_limit_mb:
+            self._contexts_watch = asyncio.get_running_loop().create_task(self._context_memory_loop(),
+                                                                          name="pool-context-memory")
 
     async def close(self) -> None:
         """Stop every browser we launched; pending acquirers get ``PoolClosed``."""
         self._closed = True
         async with self._changed:
             self._changed.notify_all()
-        if self._health:
-            self._health.cancel()
+        for watch in (self._health, self._contexts_watch):
+            if watch:
+                watch.cancel()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.gather(*(self._retire(s) for s in list(self._slots)), return_exceptions=True)
-        if self._health:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._health
+        for watch in (self._health, self._contexts_watch):
+            if watch:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
+        if self.egress is not None:
+            await self.egress.close()
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -250,12 +276,12 @@ class BrowserPool:
             context_id, page = slot.warm.popleft()
             if page.session.failure is None:
                 break
-            self._spawn(browser.dispose_context(context_id), "pool-dispose")
+            self._spawn(self._dispose(browser, context_id), "pool-dispose")
             context_id, page = None, None
         if page is None:
             context_id, page = await self._open_context(browser)
         assert context_id is not None
-        lease = Lease(browser, context_id, page, browser_index=slot.index)
+        lease = Lease(browser, context_id, page, browser_index=slot.index, egress=self._gates.get(context_id))
         slot.active.add(lease)
         slot.served += 1
         self._served += 1
@@ -264,14 +290,30 @@ class BrowserPool:
             self._drain(slot, "max_leases")
         return lease
 
-    @staticmethod
-    async def _open_context(browser: Browser) -> tuple[str, Page]:
-        context_id = await browser.new_context()
+    async def _open_context(self, browser: Browser) -> tuple[str, Page]:
+        gate = await self.egress.open_gate() if self.egress is not None else None
+        try:
+            context_id = await browser.new_context(gate.proxy_server if gate else None)
+        except BaseException:
+            if gate is not None:
+                await gate.close()
+            raise
+        if gate is not None:
+            self._gates[context_id] = gate
         try:
             return context_id, await browser.new_page(context_id)
         except BaseException:
-            await browser.dispose_context(context_id)
+            await self._dispose(browser, context_id)
             raise
+
+    async def _dispose(self, browser: Browser, context_id: str) -> None:
+        """Dispose a context, then close its gate (cutting whatever it still had open)."""
+        try:
+            await browser.dispose_context(context_id)
+        finally:
+            gate = self._gates.pop(context_id, None)
+            if gate is not None:
+                await gate.close()
 
     async def release(self, lease: Lease) -> None:
         """End a lease: its context (cookies, storage, cache, tabs) is disposed."""
@@ -283,7 +325,15 @@ class BrowserPool:
             slot.active.discard(lease)
             if slot.state == "draining" and not slot.active:
                 self._spawn(self._retire(slot), "pool-retire")
-        self._spawn(lease._dispose(), "pool-dispose")
+        self._spawn(self._end(lease), "pool-dispose")
+
+    async def _end(self, lease: Lease) -> None:
+        try:
+            await lease._dispose()
+        finally:
+            gate = self._gates.pop(lease.context_id, None)
+            if gate is not None:
+                await gate.close()
 
     async def _refill(self, slot: _Slot) -> None:
         """Keep ``warm`` ready contexts in this browser, opened concurrently; woken after every lease."""
@@ -305,7 +355,7 @@ class BrowserPool:
                 elif slot.state == "ready":
                     slot.warm.append(result)
                 else:
-                    self._spawn(browser.dispose_context(result[0]), "pool-dispose")
+                    self._spawn(self._dispose(browser, result[0]), "pool-dispose")
             if not browser.alive:
                 return
             if any(isinstance(r, BaseException) for r in opened):
@@ -373,9 +423,14 @@ class BrowserPool:
             slot.refill_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await slot.refill_task
+        warm = [context_id for context_id, _ in slot.warm]
         slot.warm.clear()
         if slot.browser is not None:
             await slot.browser.close()
+        for context_id in warm:
+            gate = self._gates.pop(context_id, None)
+            if gate is not None:
+                await gate.close()
 
     async def _health_loop(self) -> None:
         limit = self.config.max_memory_mb * 1024 * 1024
@@ -385,6 +440,66 @@ class BrowserPool:
                 used = await asyncio.to_thread(slot.browser.memory_bytes)  # type: ignore[union-attr]
                 if used is not None and used > limit:
                     self._drain(slot, "memory")
+
+    # --- per-context memory ----------------------------------------------------------------
+
+    async def _context_memory_loop(self) -> None:
+        """Stop a lease whose pages pass ``context_memory_limit_mb``, leaving the browser and its other leases be.
+
+        Two measures: the pages' own heap (V8 + DOM + array buffers, ``Runtime.getHeapUsage``),
+        cheap and exact per lease; and, for a page too busy allocating to answer, the resident
+        size of the browser's renderer processes (one per context): a renderer over the limit
+        and growing or busy between two looks is charged to the one lease that did not answer, if
+        exactly one did not (CDP names no renderer's pid, so this is how it is found).
+        """
+        limit = self.config.context_memory_limit_mb * 1024 * 1024
+        while not self._closed:
+            await asyncio.sleep(self.config.context_check_interval)
+            for slot in [s for s in list(self._slots) if s.browser and s.browser.alive and s.active]:
+                try:
+                    await self._check_contexts(slot, limit)
+                except CDPException as exc:
+                    log.debug("context memory check of browser %s failed: %s", slot.index, exc)
+
+    async def _check_contexts(self, slot: _Slot, limit: int) -> None:
+        assert slot.browser is not None
+        leases = [lease for lease in slot.active if lease.stopped is None and not lease.released]
+        timeout = max(0.5, self.config.context_check_interval)
+        used = await asyncio.gather(*(lease.heap_bytes(timeout) for lease in leases))
+        silent = []
+        for lease, heap in zip(leases, used, strict=True):
+            if heap is None:
+                silent.append(lease)
+            elif heap > limit:
+                await self._stop(lease, ResourceLimitExceeded(lease.context_id, heap, limit, measure="page heap"))
+        if slot.browser.pid is None or len(silent) != 1:
+            slot.renderers = None
+            return
+        # Charged to the silent lease: a renderer over the limit that was also active since the last
+        # look (growing, or running script: a page that does not answer is), so an idle big
+        # renderer of a lease that answered is never taken for it.
+        earlier, slot.renderers = slot.renderers, await asyncio.to_thread(_renderer_usage, slot.browser.pid)
+        if earlier is None:
+            return
+        elapsed = slot.renderers.at - earlier.at
+        busy = {}
+        for pid, (rss, cpu) in slot.renderers.usage.items():
+            if rss > limit and pid in earlier.usage:
+                was_rss, was_cpu = earlier.usage[pid]
+                if rss - was_rss >= GROWING or cpu - was_cpu >= BUSY_SHARE * elapsed:
+                    busy[pid] = rss
+        if busy:
+            pid, rss = max(busy.items(), key=lambda item: item[1])
+            lease = silent[0]
+            await self._stop(lease, ResourceLimitExceeded(lease.context_id, rss, limit, measure="renderer resident size"),
+                             renderer_pid=pid)
+
+    async def _stop(self, lease: Lease, error: ResourceLimitExceeded, renderer_pid: int | None = None) -> None:
+        if renderer_pid is not None:
+            # A renderer busy allocating may not even close its tabs in time; it serves this context only.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(renderer_pid, signal.SIGKILL)
+        await lease.stop(error)
 
     # --- numbers ---------------------------------------------------------------------------
 
@@ -404,3 +519,35 @@ class BrowserPool:
 
     def browser_pids(self) -> list[int]:
         return [s.browser.pid for s in self._slots if s.browser and s.browser.pid]
+
+    def memory_bytes(self) -> int:
+        """Memory (PSS) of this pool's browsers and their renderers (browsers it attached to count 0)."""
+        return sum(s.browser.memory_bytes() or 0 for s in self._slots if s.browser)
+
+
+@dataclass
+class _RendererSample:
+    """Resident bytes and CPU seconds of each renderer of a browser, at one moment."""
+
+    at: float
+    usage: dict[int, tuple[int, float]]
+
+
+def _renderer_usage(root_pid: int) -> _RendererSample:
+    """RSS from ``statm`` (cheap, unlike PSS: it also counts the ~100 MiB of code a renderer shares
+    with its siblings, small beside a per-context limit) and user+system CPU from ``stat``."""
+    page, ticks = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
+    usage = {}
+    for pid in process_tree(root_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"--type=renderer" not in fh.read():
+                    continue
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                rss = int(fh.read().split()[1]) * page
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            usage[pid] = (rss, (int(fields[11]) + int(fields[12])) / ticks)
+        except (OSError, IndexError, ValueError):
+            continue
+    return _RendererSample(time.monotonic(), usage)

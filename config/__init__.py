@@ -1,7 +1,16 @@
 """Configuration: one pydantic-settings ``Settings`` read from ``BROWSERD_*`` variables, and logging."""
 
-from config.logs import bind, setup_logging
+from config.logs import bind, note, setup_logging
+from config.settings import (
+    MODEL_PARAMS,
+    ROLES,
+    ConfigError,
+    ReasoningEffort,
+    Settings,
+    env_name,
+    get_settings,
+    load_settings,
+    settings_table,
+)
 
-from config.settings import ConfigError, Settings, env_name, get_settings, load_settings, settings_table
-
-__all__ = ["bind", "setup_logging", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]
+__all__ = ["bind", "note", "setup_logging", "MODEL_PARAMS", "ROLES", "ReasoningEffort", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]

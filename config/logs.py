@@ -29,6 +29,12 @@ def bind(**fields: Any) -> Iterator[None]:
         _context.reset(token)
 
 
+def note(**fields: Any) -> None:
+    """Add ``fields`` to the current binding until the enclosing ``bind`` block ends (e.g. the URL
+    a step reached, once it is known)."""
+    _context.set({**_context.get(), **fields})
+
+
 def current() -> dict[str, Any]:
     return dict(_context.get())
 

@@ -7,6 +7,9 @@ variable's name and what is allowed, instead of surfacing as a confusing error d
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
@@ -20,9 +23,16 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from config.networks import parse_networks
+
 ENV_PREFIX = "BROWSERD_"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+ReasoningEffort = Literal["low", "medium", "high"]
+ROLES = ("planner", "navigator", "extractor")
+MODEL_PARAMS = ("temperature", "top_p", "reasoning_effort")
+"""What may be set per role (settings ``BROWSERD_<ROLE>_<PARAM>`` and a job's ``options.model_params``)."""
+PROVIDER_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ConfigError(Exception):
@@ -91,21 +101,78 @@ class Settings(BaseSettings):
         ),
     )
 
+    context_memory_limit_mb: int = Field(
+        1024,
+        ge=0,
+        description=(
+            "A job whose pages hold more memory (page heap, or its renderer's resident size when the page is too "
+            "busy to answer; MiB) is stopped and fails with resource_limit; other jobs go on. 0 turns it off."
+        ),
+    )
+    download_max_mb: int = Field(50, ge=1, description="A download larger than this (MiB) is cancelled and reported.")
+    download_max_files: int = Field(
+        10, ge=0, description="Downloads one job may save; more are cancelled. 0 refuses every download."
+    )
+
+    # --- artifacts -------------------------------------------------------------------------
+    artifacts_url: str = Field(
+        "file:///var/lib/browserd/artifacts",
+        description="Where jobs' artifacts (screenshots, final page, logs, downloads, large data) are kept: any "
+        "fsspec URL (file:///dir, s3://bucket/prefix, gs://...); every worker and the API must reach the same one. "
+        "Kept as long as the job's record (BROWSERD_RESULT_TTL).",
+    )
+    artifact_inline_bytes: int = Field(
+        64 * 1024, ge=1024, description="Data and final answer larger than this (bytes of JSON) are stored as an "
+        "artifact (data.json) instead of in the Redis record; GET /v1/jobs/{id} still returns them.",
+    )
+    artifact_screenshot_quality: int = Field(70, ge=10, le=100, description="JPEG quality of step screenshots.")
+    artifact_screenshot_max_kb: int = Field(
+        300, ge=16, description="A step screenshot larger than this (KiB) is taken again at half scale and lower "
+        "quality; one still larger is skipped.",
+    )
+
     # --- Redis, queue, API -----------------------------------------------------------------
     redis_url: str | None = Field(
         None, description="Redis URL for job state and the Celery broker; the demo starts its own when unset."
     )
     api_host: str = Field("127.0.0.1", description="Address the HTTP API binds to.")
     api_port: int = Field(8080, ge=0, le=65535, description="Port of the HTTP API.")
-    api_token: SecretStr | None = Field(None, description="Bearer token the API requires; unset disables auth.")
+    api_token: SecretStr | None = Field(
+        None,
+        description="Bearer token the API requires. Unset (or empty) disables auth, which 'serve' allows only on "
+        "a loopback address.",
+    )
+    api_insecure: bool = Field(
+        False,
+        description="Let 'serve' listen on a non-loopback address without BROWSERD_API_TOKEN (anyone who can "
+        "reach the port drives the API); logged as a warning at every start.",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins whose pages may call the API from a browser (comma-separated, e.g. "
+        "https://console.example); empty: no CORS headers, so no other origin can read or send JSON.",
+    )
     webhook_secret: SecretStr | None = Field(
-        None, description="Key of the HMAC-SHA256 signature on webhook POSTs (X-Browserd-Signature); unset sends them unsigned."
+        None,
+        description="Key of the HMAC-SHA256 signature on webhook POSTs (webhook-signature, Standard Webhooks); "
+        "unset sends them unsigned.",
+    )
+    webhook_allowed_networks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Private networks webhooks may be delivered to (comma-separated CIDRs, e.g. 127.0.0.1/32); "
+        "loopback, private, link-local and metadata addresses are refused otherwise.",
+    )
+    secrets_key: SecretStr | None = Field(
+        None,
+        description="Fernet key (32 url-safe base64 bytes) that encrypts job secrets, stored credentials, proxy "
+        "passwords and auth profiles in Redis; make one with python -c 'from cryptography.fernet import Fernet; "
+        "print(Fernet.generate_key().decode())'. Unset: jobs cannot carry secrets and there are no auth profiles.",
     )
     metrics_port: int = Field(
         9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on; 0 picks a free port."
     )
     worker_concurrency: int = Field(4, ge=1, description="Jobs one worker process runs at once on its event loop.")
-    result_ttl: int = Field(7 * 24 * 3600, ge=60, description="Seconds finished job records and results are kept.")
+    result_ttl: int = Field(7 * 24 * 3600, ge=1, description="Seconds finished job records and results are kept.")
     job_timeout: float = Field(600.0, gt=0, description="Default wall-clock limit for one job, in seconds.")
     max_attempts: int = Field(3, ge=1, description="Deliveries of one job before it fails as worker_lost.")
     visibility_timeout: float = Field(
@@ -116,6 +183,80 @@ class Settings(BaseSettings):
     )
     api_url: str | None = Field(
         None, description="Where the CLI reaches the HTTP API; default: http://BROWSERD_API_HOST:BROWSERD_API_PORT."
+    )
+
+    # --- reconciler and limits -------------------------------------------------------------
+    reconcile_interval: float = Field(
+        30.0, gt=0, description="Seconds between reconciler passes (sent by `browserd beat`; one runs at a time)."
+    )
+    stale_job_seconds: float = Field(
+        60.0, gt=0, description="A running job without a heartbeat this long is sent again by the reconciler "
+        "(its worker died or lost its message); attempts past BROWSERD_MAX_ATTEMPTS end worker_lost."
+    )
+    orphan_job_seconds: float = Field(
+        60.0, gt=0, description="A queued job this old with no message in the broker is published by the reconciler "
+        "(its submitter died before publishing, or the broker lost the message)."
+    )
+    max_request_bytes: int = Field(
+        16 * 1024 * 1024, ge=1024, description="Largest HTTP request body the API reads; larger ones get 413."
+    )
+    max_script_actions: int = Field(1000, ge=1, description="Most actions in one job's script.")
+    keep_session_max: float = Field(
+        600.0, gt=0, le=86_400, description="Longest idle time a job may ask to keep its browser session for "
+        "follow-up tasks (options.keep_session, in seconds); a longer one is refused."
+    )
+    pause_max_seconds: float = Field(
+        300.0, gt=0, le=86_400, description="Longest a paused job holds its browser lease; a job paused longer "
+        "fails with category timeout."
+    )
+    recipe_max_failures: int = Field(
+        3, ge=1, le=1000, description="Failed runs in a row (replay and healing both failed) after which a recipe "
+        "is marked broken: jobs naming it are refused until it is saved again.")
+    max_result_bytes: int = Field(
+        2 * 1024 * 1024, ge=1024, description="Largest result (answer, data, steps) a job may record; a larger "
+        "one fails the job as invalid_output, naming this limit."
+    )
+    max_extract_chars: int = Field(
+        600_000, ge=100, description="Characters of page text one extract_content call reads, in chunks of "
+        "60,000 per model call (the rest is cut, and the model told so)."
+    )
+
+    # --- interactive sessions --------------------------------------------------------------
+    session_idle_timeout: float = Field(
+        300.0, gt=0, le=86_400, description="Seconds an interactive session (POST /v1/sessions, the MCP "
+        "open_session tool) stays open without a command; then its worker closes it and frees its browser "
+        "context. A session may ask for less, never more."
+    )
+    session_max_seconds: float = Field(
+        3600.0, gt=0, le=86_400, description="Longest life of one interactive session, however busy, in seconds."
+    )
+    session_max_open: int = Field(
+        20, ge=1, description="Interactive sessions open at once across all workers; one more is refused (429)."
+    )
+    # --- politeness (per registrable domain, shared by every worker through Redis) -------
+    politeness_max_concurrent: int = Field(
+        0, ge=0, le=1000, description="Jobs at most on one registrable domain at once, across every worker "
+        "(0: no limit). A job waits for a slot without holding a browser; the wait counts against its timeout."
+    )
+    politeness_min_delay: float = Field(
+        0.0, ge=0, le=3600, description="Seconds at least between two navigations to one registrable domain, "
+        "across every worker (0: none)."
+    )
+    politeness_max_wait: float = Field(
+        300.0, gt=0, description="Seconds a job waits at most for a slot on its domain (and within its own "
+        "timeout); then it fails as timeout."
+    )
+    politeness_allow_looser: bool = Field(
+        False, description="Let a job's politeness options be looser than these settings (by default a job may "
+        "only be stricter; a looser value is refused with 422)."
+    )
+    respect_robots_txt: bool = Field(
+        False, description="Refuse navigations that the site's robots.txt disallows (url_blocked); a job may "
+        "ask for it itself."
+    )
+    robots_ttl: int = Field(3600, ge=1, description="Seconds a fetched robots.txt is cached in Redis.")
+    robots_user_agent: str = Field(
+        "browserd", min_length=1, description="User-agent token matched against robots.txt groups."
     )
 
     # --- LLM -------------------------------------------------------------------------------
@@ -130,6 +271,26 @@ class Settings(BaseSettings):
     navigator_model: str | None = Field(None, description="Model for the navigator; default: llm_model.")
     extractor_model: str | None = Field(None, description="Model for extract_content; default: llm_model.")
     llm_timeout: float = Field(120.0, gt=0, description="Seconds one LLM call may take.")
+    llm_provider: str = Field(
+        "langchain_openai:ChatOpenAI",
+        description="The langchain chat model class, as module:Class (e.g. langchain_anthropic:ChatAnthropic; its "
+        "package must be installed). Only ChatOpenAI and its subclasses get OPENAI_API_KEY; others read their own "
+        "key variables. A path that does not load stops the worker at start.",
+    )
+    planner_temperature: float | None = Field(None, ge=0, le=2, description="Planner sampling temperature (0-2); "
+                                              "default: the provider's.")
+    navigator_temperature: float | None = Field(None, ge=0, le=2, description="Navigator sampling temperature (0-2).")
+    extractor_temperature: float | None = Field(None, ge=0, le=2, description="Extractor sampling temperature (0-2).")
+    planner_top_p: float | None = Field(None, gt=0, le=1, description="Planner nucleus sampling top_p (0-1]; "
+                                        "default: the provider's.")
+    navigator_top_p: float | None = Field(None, gt=0, le=1, description="Navigator nucleus sampling top_p (0-1].")
+    extractor_top_p: float | None = Field(None, gt=0, le=1, description="Extractor nucleus sampling top_p (0-1].")
+    planner_reasoning_effort: ReasoningEffort | None = Field(
+        None, description="Planner reasoning effort for reasoning models: low, medium or high.")
+    navigator_reasoning_effort: ReasoningEffort | None = Field(
+        None, description="Navigator reasoning effort: low, medium or high.")
+    extractor_reasoning_effort: ReasoningEffort | None = Field(
+        None, description="Extractor reasoning effort: low, medium or high.")
 
     # --- agent defaults (Nanobrowser's) ----------------------------------------------------
     max_steps: int = Field(100, ge=1, description="Agent steps before a job fails with max_steps.")
@@ -146,14 +307,53 @@ class Settings(BaseSettings):
     denied_domains: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Domains no job may visit (comma-separated)."
     )
+    allow_private_networks: bool = Field(
+        False,
+        description="Let jobs' browsers reach private networks (loopback, RFC 1918, link-local and cloud "
+        "metadata, CGNAT, IPv6 ULA/link-local), judged on the resolved address. Off: only what "
+        "BROWSERD_ALLOWED_NETWORKS or a job's allowed_networks opens.",
+    )
+    allowed_networks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Private networks every job may reach (comma-separated CIDRs, e.g. 10.1.0.0/16,127.0.0.1/32).",
+    )
     search_url: str = Field(
         "https://www.google.com/search?q={query}", description="URL template of the search action."
     )
 
-    @field_validator("chrome_args", "cdp_urls", "allowed_domains", "denied_domains", mode="before")
+    @field_validator("chrome_args", "cdp_urls", "allowed_domains", "denied_domains", "allowed_networks",
+                     "cors_origins", "webhook_allowed_networks", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("api_token", "webhook_secret", "secrets_key", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        """``BROWSERD_API_TOKEN=`` means no token, never "an empty token that header-less requests match"."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("secrets_key")
+    @classmethod
+    def _fernet_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            try:
+                raw = base64.urlsafe_b64decode(value.get_secret_value().encode())
+            except (ValueError, binascii.Error):
+                raw = b""
+            if len(raw) != 32:
+                raise ValueError("not a Fernet key: 32 bytes in url-safe base64 (44 characters)")
+        return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if origin == "*":
+                raise ValueError("'*' would let every web page drive the API; list the origins")
+            if not origin.startswith(("http://", "https://")) or origin.count("/") != 2:
+                raise ValueError(f"{origin!r} is not an origin (scheme://host[:port], no path)")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -168,11 +368,33 @@ class Settings(BaseSettings):
                 raise ValueError(f"{url!r} is not a ws:// or http://host:port endpoint")
         return value
 
+    @field_validator("allowed_networks", "webhook_allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        return parse_networks(value)
+
+    @field_validator("artifacts_url")
+    @classmethod
+    def _artifacts_url(cls, value: str) -> str:
+        text = value.strip()
+        if not text:
+            raise ValueError("give an fsspec URL such as file:///var/lib/browserd/artifacts or s3://bucket/prefix")
+        return text.rstrip("/")
+
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(f"{value!r} is not a redis://, rediss:// or unix:// URL")
+        return value
+
+    @field_validator("llm_provider")
+    @classmethod
+    def _provider(cls, value: str) -> str:
+        """Only the form is checked here (the API process must not import langchain); workers load it."""
+        value = value.strip()
+        if not PROVIDER_PATH.match(value):
+            raise ValueError(f"{value!r} is not an import path module:Class (e.g. langchain_openai:ChatOpenAI)")
         return value
 
     @field_validator("search_url")
@@ -185,6 +407,11 @@ class Settings(BaseSettings):
     def model_for(self, role: Literal["planner", "navigator", "extractor"]) -> str:
         """The model a role uses: its own override, else the shared one."""
         return getattr(self, f"{role}_model") or self.llm_model
+
+    def model_params(self, role: Literal["planner", "navigator", "extractor"]) -> dict[str, Any]:
+        """The sampling parameters set for a role (unset ones are left to the provider)."""
+        values = {name: getattr(self, f"{role}_{name}") for name in MODEL_PARAMS}
+        return {name: value for name, value in values.items() if value is not None}
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, secrets replaced by asterisks."""

@@ -1,13 +1,6 @@
-"""The daemon: the job store in Redis, the HTTP API (``daemon.api.create_app``) and the ``browserd`` CLI.
+"""The daemon's front: the HTTP API (``daemon.api``), the ``browserd`` CLI (``daemon.cli``) and the
+demo (``daemon.demo``). Job state lives in the job kernel, ``workers.jobs``, which the API and the
+workers share.
 
-The API module is not imported here (it pulls in FastAPI); import ``daemon.api`` where it is served.
+Nothing is imported here, on purpose: each front loads only what it serves.
 """
-
-from daemon.batches import BatchRecord, BatchStore
-from daemon.keys import Keys
-from daemon.records import JobEvent, JobRecord, Progress
-from daemon.store import Claim, JobStore, Page, connect
-
-__all__ = [
-    "BatchRecord", "BatchStore", "Claim", "JobEvent", "JobRecord", "JobStore", "Keys", "Page", "Progress", "connect",
-]

@@ -1,25 +1,68 @@
-"""A small client of the HTTP API for the CLI (standard library only: the CLI must not need httpx)."""
+"""browserd's Python client: ``Client`` (blocking) and ``AsyncClient``, over httpx.
+
+    from daemon.client import Client
+
+    with Client("http://127.0.0.1:8080", token="...") as browserd:
+        job = browserd.submit({"task": "Find the price of the blue mug", "start_url": "https://shop.example/"})
+        done = browserd.wait(job.id)          # follows the job's events until it is final
+        print(done.state, done.result.final_answer if done.result else done.error)
+
+Both clients return the API's own pydantic models (``JobRecord``, ``BatchRecord``, ``Schedule``,
+...), so a field means the same thing in the API, the CLI (which uses ``Client``) and your code.
+With no arguments they read ``BROWSERD_API_URL`` and ``BROWSERD_API_TOKEN`` like the CLI.
+
+Errors: ``RequestRefused`` when the API answered with an error (``status``, ``code``, ``message``
+and the bad ``fields``), ``ApiUnreachable`` when it could not be reached at all.
+"""
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Iterator
-from typing import Any
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
 
-from config import Settings
+import httpx
+from pydantic import BaseModel, TypeAdapter
 
-STREAM_READ_TIMEOUT = 60.0  # the API sends a keep-alive every few seconds; silence this long means trouble
+from config import Settings, load_settings
+from workers.jobs import BatchRecord, JobEvent, JobRecord
+from workers.jobs.batches import ResultLine
+from workers.jobs.models import ArtifactLink
+from workers.jobs.profiles import ProfileInfo, StorageState
+from workers.jobs.recipes import RecipeInfo
+from workers.jobs.records import FollowUpAccepted, JobPage, SubmittedJob
+from workers.jobs.schedules import Schedule
+from workers.jobs.session_models import CommandResult, SessionList, SessionRecord, SessionView, TabList
+from workers.jobs.sessions import COMMAND_WAIT, OPEN_WAIT
+
+STREAM_READ_TIMEOUT = 60.0  # the API sends a keep-alive every few seconds; silence this long: reconnect
+BATCH_SUBMIT_TIMEOUT = 120.0  # a batch of 100,000 jobs is checked and recorded before the answer
+SESSION_OPEN_TIMEOUT = OPEN_WAIT + 30.0  # the API waits OPEN_WAIT for a worker to lease a context and open the page
+SESSION_COMMAND_TIMEOUT = COMMAND_WAIT + 15.0  # ... and COMMAND_WAIT for a command's reply
+RECONNECT_PAUSE = 1.0
+RECONNECT_MAX = 30.0
+RETRY_STATUSES = (502, 503, 504)  # a proxy or the API restarting: the job is still there
+Model = TypeVar("Model", bound=BaseModel)
 
 
-class ApiError(Exception):
-    """The API refused or failed a request; ``message`` is the API's own explanation."""
+class ClientError(Exception):
+    """Base of the client's errors."""
 
-    def __init__(self, status: int, message: str, body: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.body = status, message, body or {}
+
+class ApiUnreachable(ClientError):
+    """No answer from the API (refused, timed out, wrong address)."""
+
+
+class RequestRefused(ClientError):
+    """The API answered with an error; ``message`` is its own explanation, ``fields`` the bad ones."""
+
+    def __init__(self, status: int, code: str, message: str, fields: list[dict[str, str]] | None = None) -> None:
+        super().__init__(f"{message} (HTTP {status})")
+        self.status, self.code, self.message, self.fields = status, code, message, fields or []
 
 
 def api_url(settings: Settings) -> str:
@@ -29,75 +72,694 @@ def api_url(settings: Settings) -> str:
     return f"http://{host}:{settings.api_port}"
 
 
-class ApiClient:
-    def __init__(self, base_url: str, token: str | None = None, timeout: float = 30.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.token = token
+def _q(value: str) -> str:
+    return quote(value, safe="")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request, described once for both clients: method, path, body, query and the answer's type."""
+
+    method: str
+    path: str
+    json: Any = None
+    content: bytes | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    answer: Any = None  # a pydantic model, a TypeAdapter target, or None for no body
+
+    def build(self, http: httpx.Client | httpx.AsyncClient, default_timeout: float) -> httpx.Request:
+        params = {k: v for k, v in self.params.items() if v is not None}
+        headers = dict(self.headers)
+        if self.method == "POST" and self.json is None and self.content is None:
+            headers["Content-Type"] = "application/json"  # a bodyless POST too: the API refuses others (CSRF)
+        return http.build_request(self.method, self.path, json=self.json, content=self.content, params=params,
+                                  headers=headers, timeout=self.timeout or default_timeout)
+
+    def parse(self, response: httpx.Response) -> Any:
+        if self.answer is None or not response.content:
+            return None
+        return TypeAdapter(self.answer).validate_json(response.content)
+
+
+def refused(response: httpx.Response, raw: bytes) -> RequestRefused:
+    try:
+        body = json.loads(raw)
+        return RequestRefused(response.status_code, body.get("error", "http_error"),
+                              body.get("message") or raw.decode(errors="replace"), body.get("fields"))
+    except (ValueError, AttributeError):
+        return RequestRefused(response.status_code, "http_error",
+                              raw.decode(errors="replace") or response.reason_phrase)
+
+
+def _spec(value: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    return value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
+
+
+class Calls:
+    """Every API call the clients make, as ``Call`` values (the one place paths and types live)."""
+
+    @staticmethod
+    def submit(spec: BaseModel | dict[str, Any]) -> Call:
+        return Call("POST", "/v1/jobs", json=_spec(spec), answer=SubmittedJob)
+
+    @staticmethod
+    def get(job_id: str) -> Call:
+        return Call("GET", f"/v1/jobs/{_q(job_id)}", answer=JobRecord)
+
+    @staticmethod
+    def artifacts(job_id: str) -> Call:
+        return Call("GET", f"/v1/jobs/{_q(job_id)}/artifacts", answer=list[ArtifactLink])
+
+    @staticmethod
+    def artifact(job_id: str, name: str) -> Call:
+        return Call("GET", f"/v1/jobs/{_q(job_id)}/artifacts/{_q(name)}")
+
+    @staticmethod
+    def cancel(job_id: str) -> Call:
+        return Call("POST", f"/v1/jobs/{_q(job_id)}/cancel", answer=JobRecord)
+
+    @staticmethod
+    def steer(job_id: str, action: str) -> Call:
+        """pause | resume."""
+        return Call("POST", f"/v1/jobs/{_q(job_id)}/{action}", answer=JobRecord)
+
+    @staticmethod
+    def follow_up(job_id: str, task: str) -> Call:
+        return Call("POST", f"/v1/jobs/{_q(job_id)}/follow-up", json={"task": task}, answer=FollowUpAccepted)
+
+    @staticmethod
+    def jobs(state: str | None, labels: dict[str, str] | None, limit: int, cursor: int | None) -> Call:
+        label = [f"{k}={v}" for k, v in (labels or {}).items()] or None
+        return Call("GET", "/v1/jobs", params={"state": state, "label": label, "limit": limit, "cursor": cursor},
+                    answer=JobPage)
+
+    @staticmethod
+    def events(job_id: str, follow: bool, last_event_id: str | None) -> Call:
+        headers = {"Accept": "text/event-stream", **({"Last-Event-ID": last_event_id} if last_event_id else {})}
+        return Call("GET", f"/v1/jobs/{_q(job_id)}/events", params={"follow": str(follow).lower()},
+                    headers=headers, timeout=STREAM_READ_TIMEOUT)
+
+    @staticmethod
+    def submit_batch(body: bytes) -> Call:
+        return Call("POST", "/v1/batches", content=body, headers={"Content-Type": "application/x-ndjson"},
+                    timeout=BATCH_SUBMIT_TIMEOUT, answer=BatchRecord)
+
+    @staticmethod
+    def batch(batch_id: str, action: str = "") -> Call:
+        path = f"/v1/batches/{_q(batch_id)}" + (f"/{action}" if action else "")
+        return Call("POST" if action else "GET", path, answer=BatchRecord)
+
+    @staticmethod
+    def batches(limit: int, before: float | None) -> Call:
+        return Call("GET", "/v1/batches", params={"limit": limit, "before": before}, answer=list[BatchRecord])
+
+    @staticmethod
+    def results(batch_id: str) -> Call:
+        return Call("GET", f"/v1/batches/{_q(batch_id)}/results", timeout=STREAM_READ_TIMEOUT)
+
+    @staticmethod
+    def schedules() -> Call:
+        return Call("GET", "/v1/schedules", answer=list[Schedule])
+
+    @staticmethod
+    def create_schedule(spec: BaseModel | dict[str, Any]) -> Call:
+        return Call("POST", "/v1/schedules", json=_spec(spec), answer=Schedule)
+
+    @staticmethod
+    def schedule(schedule_id: str, action: str = "") -> Call:
+        """'' (get), pause, resume, run (a batch), runs (batches), delete."""
+        path = f"/v1/schedules/{_q(schedule_id)}"
+        if action == "delete":
+            return Call("DELETE", path)
+        if action == "runs":
+            return Call("GET", path + "/runs", answer=list[BatchRecord])
+        if action == "run":
+            return Call("POST", path + "/run", answer=BatchRecord)
+        return Call("POST" if action else "GET", path + (f"/{action}" if action else ""), answer=Schedule)
+
+    @staticmethod
+    def put_profile(name: str, state: BaseModel | dict[str, Any], if_version: int | None) -> Call:
+        return Call("PUT", f"/v1/profiles/{_q(name)}", json=_spec(state), params={"if_version": if_version},
+                    answer=ProfileInfo)
+
+    @staticmethod
+    def profiles() -> Call:
+        return Call("GET", "/v1/profiles", answer=list[ProfileInfo])
+
+    @staticmethod
+    def export_profile(name: str) -> Call:
+        return Call("GET", f"/v1/profiles/{_q(name)}", answer=StorageState)
+
+    @staticmethod
+    def delete_profile(name: str) -> Call:
+        return Call("DELETE", f"/v1/profiles/{_q(name)}")
+
+    @staticmethod
+    def save_recipe(job_id: str, name: str, params: dict[str, str] | None) -> Call:
+        body: dict[str, Any] = {"name": name, **({"params": params} if params is not None else {})}
+        return Call("POST", f"/v1/jobs/{_q(job_id)}/recipe", json=body, answer=RecipeInfo)
+
+    @staticmethod
+    def recipes() -> Call:
+        return Call("GET", "/v1/recipes", answer=list[RecipeInfo])
+
+    @staticmethod
+    def recipe(name: str, version: int | None = None) -> Call:
+        return Call("GET", f"/v1/recipes/{_q(name)}", params={"version": version}, answer=RecipeInfo)
+
+    @staticmethod
+    def delete_recipe(name: str) -> Call:
+        return Call("DELETE", f"/v1/recipes/{_q(name)}")
+
+
+class SessionCalls:
+    """The interactive session calls (``/v1/sessions``), described once for both clients."""
+
+    @staticmethod
+    def open(options: dict[str, Any]) -> Call:
+        return Call("POST", "/v1/sessions", json={k: v for k, v in options.items() if v is not None},
+                    timeout=SESSION_OPEN_TIMEOUT, answer=SessionRecord)
+
+    @staticmethod
+    def list() -> Call:
+        return Call("GET", "/v1/sessions", answer=SessionList)
+
+    @staticmethod
+    def get(session_id: str) -> Call:
+        return Call("GET", f"/v1/sessions/{_q(session_id)}", answer=SessionRecord)
+
+    @staticmethod
+    def command(session_id: str, name: str, body: dict[str, Any]) -> Call:
+        """navigate, click, type, select, scroll: POSTed, answered with the action's result."""
+        return Call("POST", f"/v1/sessions/{_q(session_id)}/{name}", json={k: v for k, v in body.items() if v is not None},
+                    timeout=SESSION_COMMAND_TIMEOUT, answer=CommandResult)
+
+    @staticmethod
+    def state(session_id: str, text: bool) -> Call:
+        return Call("GET", f"/v1/sessions/{_q(session_id)}/state", params={"text": str(text).lower()},
+                    timeout=SESSION_COMMAND_TIMEOUT, answer=SessionView)
+
+    @staticmethod
+    def screenshot(session_id: str) -> Call:
+        return Call("GET", f"/v1/sessions/{_q(session_id)}/screenshot", timeout=SESSION_COMMAND_TIMEOUT)
+
+    @staticmethod
+    def tabs(session_id: str) -> Call:
+        return Call("GET", f"/v1/sessions/{_q(session_id)}/tabs", timeout=SESSION_COMMAND_TIMEOUT, answer=TabList)
+
+    @staticmethod
+    def close(session_id: str) -> Call:
+        return Call("DELETE", f"/v1/sessions/{_q(session_id)}", timeout=SESSION_COMMAND_TIMEOUT, answer=CommandResult)
+
+
+def session_options(start_url: str | None, allowed_networks: list[str] | None, idle_timeout: float | None,
+                    viewport: tuple[int, int] | None) -> dict[str, Any]:
+    size = {"width": viewport[0], "height": viewport[1]} if viewport else None
+    return {"start_url": start_url, "allowed_networks": allowed_networks, "idle_timeout": idle_timeout,
+            "viewport": size}
+
+
+def batch_body(jobs: list[BaseModel | dict[str, Any]], defaults: dict[str, Any] | None,
+               webhook_url: str | None) -> bytes:
+    body: dict[str, Any] = {"jobs": [_spec(j) for j in jobs], "defaults": defaults or {}}
+    if webhook_url:
+        body["webhook_url"] = webhook_url
+    return json.dumps(body).encode()
+
+
+class SseParser:
+    """Server-sent events from lines; ``feed`` returns the event a blank line completes."""
+
+    def __init__(self) -> None:
+        self.kind, self.id, self.data = "message", "", []  # type: ignore[var-annotated]
+
+    def feed(self, line: str) -> JobEvent | None:
+        if line.startswith("event:"):
+            self.kind = line[6:].strip()
+        elif line.startswith("id:"):
+            self.id = line[3:].strip()
+        elif line.startswith("data:"):
+            self.data.append(line[5:].strip())
+        elif not line and self.data:
+            event = JobEvent(id=self.id, type=self.kind, data=json.loads("\n".join(self.data)))
+            self.kind, self.id, self.data = "message", "", []
+            return event
+        return None
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _settings_url_token(base_url: str | None, token: str | None) -> tuple[str, str | None]:
+    if base_url is not None:
+        return base_url.rstrip("/"), token
+    settings = load_settings()
+    default = settings.api_token.get_secret_value() if settings.api_token else None
+    return api_url(settings), token if token is not None else default
+
+
+class Client:
+    """The blocking client; use it as a context manager or call ``close()``."""
+
+    def __init__(self, base_url: str | None = None, token: str | None = None, timeout: float = 30.0) -> None:
+        self.base_url, token = _settings_url_token(base_url, token)
         self.timeout = timeout
+        self.http = httpx.Client(base_url=self.base_url, headers=_headers(token), timeout=timeout)
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ApiClient:
-        token = settings.api_token.get_secret_value() if settings.api_token else None
-        return cls(api_url(settings), token)
+    def __enter__(self) -> Client:
+        return self
 
-    def _request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
-                 headers: dict[str, str] | None = None) -> urllib.request.Request:
-        url = self.base_url + path
-        if query:
-            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None}, doseq=True)
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
-        return req
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
-    def _open(self, req: urllib.request.Request, timeout: float | None) -> Any:
+    def close(self) -> None:
+        self.http.close()
+
+    def _send(self, call: Call, *, stream: bool = False) -> httpx.Response:
         try:
-            return urllib.request.urlopen(req, timeout=timeout)
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
+            response = self.http.send(call.build(self.http, self.timeout), stream=stream)
+        except httpx.TransportError as exc:
+            raise ApiUnreachable(f"cannot reach the API at {self.base_url}: {exc}; is 'browserd serve' running, "
+                                 "and is BROWSERD_API_URL right?") from None
+        if response.is_error:
+            raw = response.read()
+            response.close()
+            raise refused(response, raw)
+        return response
+
+    def _call(self, call: Call) -> Any:
+        return call.parse(self._send(call))
+
+    # --- jobs ------------------------------------------------------------------------------
+
+    def submit(self, spec: BaseModel | dict[str, Any]) -> SubmittedJob:
+        """Queue a job spec (a ``JobSpec`` or a dict); ``created`` is False for a known idempotency key."""
+        return self._call(Calls.submit(spec))
+
+    def get(self, job_id: str) -> JobRecord:
+        return self._call(Calls.get(job_id))
+
+    def cancel(self, job_id: str) -> JobRecord:
+        return self._call(Calls.cancel(job_id))
+
+    def artifacts(self, job_id: str) -> list[ArtifactLink]:
+        """The job's artifacts (screenshots, final page, logs, downloads, large data)."""
+        return self._call(Calls.artifacts(job_id))
+
+    def artifact(self, job_id: str, name: str) -> bytes:
+        return self._send(Calls.artifact(job_id, name)).content
+
+    def save_artifacts(self, job_id: str, folder: str | Path) -> list[Path]:
+        """Download every artifact of the job into ``folder`` (created if needed), streamed to disk."""
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        saved = []
+        for link in self.artifacts(job_id):
+            target = out / Path(link.name).name
+            response = self._send(Calls.artifact(job_id, link.name), stream=True)
             try:
-                body = json.loads(raw)
-                message = body.get("message") or raw.decode(errors="replace")
-            except ValueError:
-                body, message = None, raw.decode(errors="replace") or exc.reason
-            raise ApiError(exc.code, f"{message} (HTTP {exc.code})", body) from None
-        except urllib.error.URLError as exc:
-            raise ApiError(0, f"cannot reach the API at {self.base_url}: {exc.reason}; is 'browserd serve' "
-                           "running, and is BROWSERD_API_URL right?") from None
+                with open(target, "wb") as fh:
+                    for chunk in response.iter_bytes():
+                        fh.write(chunk)
+            finally:
+                response.close()
+            saved.append(target)
+        return saved
+    def pause(self, job_id: str) -> JobRecord:
+        """Stop a running job before its next step; it keeps its browser until resumed (or its pause limit)."""
+        return self._call(Calls.steer(job_id, "pause"))
 
-    def call(self, method: str, path: str, body: Any = None, **query: Any) -> Any:
-        with self._open(self._request(method, path, body, query), self.timeout) as resp:
-            return json.loads(resp.read() or b"null")
+    def resume(self, job_id: str) -> JobRecord:
+        return self._call(Calls.steer(job_id, "resume"))
 
-    def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
-        return self.call("POST", "/v1/jobs", spec)
+    def follow_up(self, job_id: str, task: str) -> FollowUpAccepted:
+        """Run ``task`` in a finished job's kept session (``options.keep_session``); then
+        ``wait(job_id, after=accepted.last_event_id)`` for its result."""
+        return self._call(Calls.follow_up(job_id, task))
 
-    def job(self, job_id: str) -> dict[str, Any]:
-        return self.call("GET", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}")
+    def jobs(self, *, state: str | None = None, labels: dict[str, str] | None = None, limit: int = 50,
+             cursor: int | None = None) -> JobPage:
+        return self._call(Calls.jobs(state, labels, limit, cursor))
 
-    def cancel(self, job_id: str) -> dict[str, Any]:
-        return self.call("POST", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}/cancel")
-
-    def jobs(self, **query: Any) -> dict[str, Any]:
-        return self.call("GET", "/v1/jobs", **query)
-
-    def events(self, job_id: str, follow: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(event type, data) pairs of the job's server-sent events, until the stream ends."""
-        path = f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}/events"
-        req = self._request("GET", path, query={"follow": str(follow).lower()}, headers={"Accept": "text/event-stream"})
-        with self._open(req, STREAM_READ_TIMEOUT) as resp:
-            kind, data = "message", []
-            for raw in resp:
-                line = raw.decode().rstrip("\r\n")
-                if line.startswith("event:"):
-                    kind = line[6:].strip()
-                elif line.startswith("data:"):
-                    data.append(line[5:].strip())
-                elif not line and data:
-                    yield kind, json.loads("\n".join(data))
-                    if kind == "end":
+    def events(self, job_id: str, *, follow: bool = True, last_event_id: str | None = None) -> Iterator[JobEvent]:
+        """The job's events as they come; the stream ends with an event of type ``end``."""
+        response = self._send(Calls.events(job_id, follow, last_event_id), stream=True)
+        parser = SseParser()
+        try:
+            for line in response.iter_lines():
+                event = parser.feed(line)
+                if event is not None:
+                    yield event
+                    if event.type == "end":
                         return
-                    kind, data = "message", []
+        finally:
+            response.close()
+
+    def follow(self, job_id: str, after: str | None = None) -> Iterator[JobEvent]:
+        """Every event of the job (after event id ``after``) until it is final, however long it stays
+        silent: a stream that breaks or times out is resumed from the last event seen
+        (``Last-Event-ID``), and an API that cannot be reached (or answers 502/503/504 while it
+        restarts) is tried again with backoff."""
+        last: str | None = after
+        delay = RECONNECT_PAUSE
+        while True:
+            try:
+                for event in self.events(job_id, last_event_id=last):
+                    if event.type == "end":
+                        break
+                    last, delay = event.id or last, RECONNECT_PAUSE
+                    yield event
+                if self.get(job_id).state.finished:
+                    return
+                time.sleep(RECONNECT_PAUSE)  # the stream ended early: resume it after a breath
+            except (httpx.TransportError, ApiUnreachable, RequestRefused) as exc:
+                if isinstance(exc, RequestRefused) and exc.status not in RETRY_STATUSES:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX)
+
+    def wait(self, job_id: str, after: str | None = None) -> JobRecord:
+        """Block until the job is final (``succeeded``, ``failed`` or ``cancelled``); returns its record.
+        ``after``: an event id to follow from (a follow-up's ``last_event_id``)."""
+        for _ in self.follow(job_id, after):
+            pass
+        return self.get(job_id)
+
+    # --- batches ---------------------------------------------------------------------------
+
+    def submit_batch(self, jobs: list[BaseModel | dict[str, Any]] | bytes, *, defaults: dict[str, Any] | None = None,
+                     webhook_url: str | None = None) -> BatchRecord:
+        """Queue many jobs at once: specs (with shared ``defaults``), or a body as is (JSON or JSONL)."""
+        body = jobs if isinstance(jobs, bytes) else batch_body(jobs, defaults, webhook_url)
+        return self._call(Calls.submit_batch(body))
+
+    def batch(self, batch_id: str) -> BatchRecord:
+        return self._call(Calls.batch(batch_id))
+
+    def cancel_batch(self, batch_id: str) -> BatchRecord:
+        return self._call(Calls.batch(batch_id, "cancel"))
+
+    def batches(self, *, limit: int = 50, before: float | None = None) -> list[BatchRecord]:
+        """Recent batches, newest first."""
+        return self._call(Calls.batches(limit, before))
+
+    def live_workers(self) -> int:
+        """Workers whose heartbeat is fresh (0 when none is, or Redis is down: ``/readyz``)."""
+        try:
+            return int(self._send(Call("GET", "/readyz")).json().get("workers") or 0)
+        except RequestRefused:
+            return 0
+
+    def results(self, batch_id: str) -> Iterator[ResultLine]:
+        """One line per job, in submission order."""
+        for raw in self.result_lines(batch_id):
+            yield ResultLine.model_validate_json(raw)
+
+    def result_lines(self, batch_id: str) -> Iterator[str]:
+        """The results as the API sends them: JSON text, one job per line."""
+        response = self._send(Calls.results(batch_id), stream=True)
+        try:
+            yield from (line for line in response.iter_lines() if line)
+        finally:
+            response.close()
+
+    def wait_batch(self, batch_id: str, interval: float = 1.0) -> BatchRecord:
+        while not (record := self.batch(batch_id)).finished:
+            time.sleep(interval)
+        return record
+
+    # --- schedules -------------------------------------------------------------------------
+
+    def schedules(self) -> list[Schedule]:
+        return self._call(Calls.schedules())
+
+    def create_schedule(self, spec: BaseModel | dict[str, Any]) -> Schedule:
+        return self._call(Calls.create_schedule(spec))
+
+    def schedule(self, schedule_id: str, action: str = "") -> Any:
+        """'' (get), pause, resume (-> ``Schedule``), run (-> ``BatchRecord``), runs (-> batches), delete."""
+        return self._call(Calls.schedule(schedule_id, action))
+
+    # --- interactive sessions ----------------------------------------------------------------
+
+    def open_session(self, start_url: str | None = None, *, allowed_networks: list[str] | None = None,
+                     idle_timeout: float | None = None, viewport: tuple[int, int] | None = None) -> SessionRecord:
+        """Lease a browser context on a worker and open ``start_url`` in it; returns once it is open.
+        ``viewport`` is (width, height) of its tabs."""
+        return self._call(SessionCalls.open(session_options(start_url, allowed_networks, idle_timeout, viewport)))
+
+    def sessions(self) -> list[SessionRecord]:
+        return self._call(SessionCalls.list()).sessions
+
+    def session(self, session_id: str) -> SessionRecord:
+        return self._call(SessionCalls.get(session_id))
+
+    def navigate(self, session_id: str, url: str) -> CommandResult:
+        return self._call(SessionCalls.command(session_id, "navigate", {"url": url}))
+
+    def get_state(self, session_id: str, *, text: bool = False) -> SessionView:
+        """The element index (and with ``text`` the readable text) the navigator would see, wrapped as untrusted."""
+        return self._call(SessionCalls.state(session_id, text))
+
+    def click(self, session_id: str, index: int) -> CommandResult:
+        return self._call(SessionCalls.command(session_id, "click", {"index": index}))
+
+    def type_text(self, session_id: str, index: int, text: str) -> CommandResult:
+        return self._call(SessionCalls.command(session_id, "type", {"index": index, "text": text}))
+
+    def select(self, session_id: str, index: int, option: str) -> CommandResult:
+        return self._call(SessionCalls.command(session_id, "select", {"index": index, "option": option}))
+
+    def scroll(self, session_id: str, direction: str | None = None, *, text: str | None = None) -> CommandResult:
+        """One screen ``up`` or ``down``, or to ``text``."""
+        return self._call(SessionCalls.command(session_id, "scroll", {"direction": direction, "text": text}))
+
+    def screenshot(self, session_id: str) -> bytes:
+        """A JPEG of the current tab."""
+        return self._send(SessionCalls.screenshot(session_id)).content
+
+    def tabs(self, session_id: str) -> TabList:
+        return self._call(SessionCalls.tabs(session_id))
+
+    def close_session(self, session_id: str) -> CommandResult:
+        return self._call(SessionCalls.close(session_id))
+    # --- auth profiles ---------------------------------------------------------------------
+
+    def put_profile(self, name: str, state: BaseModel | dict[str, Any], *, if_version: int | None = None) -> ProfileInfo:
+        """Create or replace a profile from a Playwright storage state (a ``StorageState`` or its dict)."""
+        return self._call(Calls.put_profile(name, state, if_version))
+
+    def profiles(self) -> list[ProfileInfo]:
+        return self._call(Calls.profiles())
+
+    def export_profile(self, name: str) -> StorageState:
+        """The profile's storage state, in Playwright's format (``.model_dump(exclude_none=True)``)."""
+        return self._call(Calls.export_profile(name))
+
+    def delete_profile(self, name: str) -> None:
+        self._call(Calls.delete_profile(name))
+
+    # --- recipes ---------------------------------------------------------------------------
+
+    def save_recipe(self, job_id: str, name: str, params: dict[str, str] | None = None) -> RecipeInfo:
+        """Save a succeeded agent job as recipe ``name`` (a new version if it exists); ``params`` maps
+        each parameter's name to the value the job used (None: inferred from the task's quotes)."""
+        return self._call(Calls.save_recipe(job_id, name, params))
+
+    def recipes(self) -> list[RecipeInfo]:
+        return self._call(Calls.recipes())
+
+    def recipe(self, name: str, version: int | None = None) -> RecipeInfo:
+        return self._call(Calls.recipe(name, version))
+
+    def delete_recipe(self, name: str) -> None:
+        self._call(Calls.delete_recipe(name))
+
+
+class AsyncClient:
+    """The asyncio client: the same calls as ``Client``, awaited. ``transport`` reaches an API in
+    process (``httpx.ASGITransport(app)``, as the MCP server mounted on the API does)."""
+
+    def __init__(self, base_url: str | None = None, token: str | None = None, timeout: float = 30.0, *,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.base_url, token = _settings_url_token(base_url, token)
+        self.timeout = timeout
+        self.http = httpx.AsyncClient(base_url=self.base_url, headers=_headers(token), timeout=timeout,
+                                      transport=transport)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def _send(self, call: Call, *, stream: bool = False) -> httpx.Response:
+        try:
+            response = await self.http.send(call.build(self.http, self.timeout), stream=stream)
+        except httpx.TransportError as exc:
+            raise ApiUnreachable(f"cannot reach the API at {self.base_url}: {exc}") from None
+        if response.is_error:
+            raw = await response.aread()
+            await response.aclose()
+            raise refused(response, raw)
+        return response
+
+    async def _call(self, call: Call) -> Any:
+        return call.parse(await self._send(call))
+
+    async def submit(self, spec: BaseModel | dict[str, Any]) -> SubmittedJob:
+        return await self._call(Calls.submit(spec))
+
+    async def get(self, job_id: str) -> JobRecord:
+        return await self._call(Calls.get(job_id))
+
+    async def cancel(self, job_id: str) -> JobRecord:
+        return await self._call(Calls.cancel(job_id))
+
+    async def artifacts(self, job_id: str) -> list[ArtifactLink]:
+        """The job's artifacts (screenshots, final page, logs, downloads, large data)."""
+        return await self._call(Calls.artifacts(job_id))
+
+    async def artifact(self, job_id: str, name: str) -> bytes:
+        return (await self._send(Calls.artifact(job_id, name))).content
+    async def pause(self, job_id: str) -> JobRecord:
+        return await self._call(Calls.steer(job_id, "pause"))
+
+    async def resume(self, job_id: str) -> JobRecord:
+        return await self._call(Calls.steer(job_id, "resume"))
+
+    async def follow_up(self, job_id: str, task: str) -> FollowUpAccepted:
+        return await self._call(Calls.follow_up(job_id, task))
+
+    async def jobs(self, *, state: str | None = None, labels: dict[str, str] | None = None, limit: int = 50,
+                   cursor: int | None = None) -> JobPage:
+        return await self._call(Calls.jobs(state, labels, limit, cursor))
+
+    async def events(self, job_id: str, *, follow: bool = True,
+                     last_event_id: str | None = None) -> AsyncIterator[JobEvent]:
+        response = await self._send(Calls.events(job_id, follow, last_event_id), stream=True)
+        parser = SseParser()
+        try:
+            async for line in response.aiter_lines():
+                event = parser.feed(line)
+                if event is not None:
+                    yield event
+                    if event.type == "end":
+                        return
+        finally:
+            await response.aclose()
+
+    async def wait(self, job_id: str, after: str | None = None) -> JobRecord:
+        """Until the job is final, resuming the event stream after any break (from event id ``after``)."""
+        last: str | None = after
+        while True:
+            try:
+                async for event in self.events(job_id, last_event_id=last):
+                    last = event.id or last
+            except (httpx.TransportError, ApiUnreachable):
+                pass
+            record = await self.get(job_id)
+            if record.state.finished:
+                return record
+
+    async def submit_batch(self, jobs: list[BaseModel | dict[str, Any]] | bytes, *,
+                           defaults: dict[str, Any] | None = None, webhook_url: str | None = None) -> BatchRecord:
+        body = jobs if isinstance(jobs, bytes) else batch_body(jobs, defaults, webhook_url)
+        return await self._call(Calls.submit_batch(body))
+
+    async def batch(self, batch_id: str) -> BatchRecord:
+        return await self._call(Calls.batch(batch_id))
+
+    async def cancel_batch(self, batch_id: str) -> BatchRecord:
+        return await self._call(Calls.batch(batch_id, "cancel"))
+
+    async def batches(self, *, limit: int = 50, before: float | None = None) -> list[BatchRecord]:
+        return await self._call(Calls.batches(limit, before))
+
+    async def results(self, batch_id: str) -> AsyncIterator[ResultLine]:
+        response = await self._send(Calls.results(batch_id), stream=True)
+        try:
+            async for line in response.aiter_lines():
+                if line:
+                    yield ResultLine.model_validate_json(line)
+        finally:
+            await response.aclose()
+
+    async def schedules(self) -> list[Schedule]:
+        return await self._call(Calls.schedules())
+
+    async def create_schedule(self, spec: BaseModel | dict[str, Any]) -> Schedule:
+        return await self._call(Calls.create_schedule(spec))
+
+    async def schedule(self, schedule_id: str, action: str = "") -> Any:
+        return await self._call(Calls.schedule(schedule_id, action))
+
+    # --- interactive sessions ----------------------------------------------------------------
+
+    async def open_session(self, start_url: str | None = None, *, allowed_networks: list[str] | None = None,
+                           idle_timeout: float | None = None, viewport: tuple[int, int] | None = None) -> SessionRecord:
+        return await self._call(SessionCalls.open(session_options(start_url, allowed_networks, idle_timeout,
+                                                                  viewport)))
+
+    async def sessions(self) -> list[SessionRecord]:
+        return (await self._call(SessionCalls.list())).sessions
+
+    async def session(self, session_id: str) -> SessionRecord:
+        return await self._call(SessionCalls.get(session_id))
+
+    async def navigate(self, session_id: str, url: str) -> CommandResult:
+        return await self._call(SessionCalls.command(session_id, "navigate", {"url": url}))
+
+    async def get_state(self, session_id: str, *, text: bool = False) -> SessionView:
+        return await self._call(SessionCalls.state(session_id, text))
+
+    async def click(self, session_id: str, index: int) -> CommandResult:
+        return await self._call(SessionCalls.command(session_id, "click", {"index": index}))
+
+    async def type_text(self, session_id: str, index: int, text: str) -> CommandResult:
+        return await self._call(SessionCalls.command(session_id, "type", {"index": index, "text": text}))
+
+    async def select(self, session_id: str, index: int, option: str) -> CommandResult:
+        return await self._call(SessionCalls.command(session_id, "select", {"index": index, "option": option}))
+
+    async def scroll(self, session_id: str, direction: str | None = None, *, text: str | None = None) -> CommandResult:
+        return await self._call(SessionCalls.command(session_id, "scroll", {"direction": direction, "text": text}))
+
+    async def screenshot(self, session_id: str) -> bytes:
+        return (await self._send(SessionCalls.screenshot(session_id))).content
+
+    async def tabs(self, session_id: str) -> TabList:
+        return await self._call(SessionCalls.tabs(session_id))
+
+    async def close_session(self, session_id: str) -> CommandResult:
+        return await self._call(SessionCalls.close(session_id))
+    async def put_profile(self, name: str, state: BaseModel | dict[str, Any], *,
+                          if_version: int | None = None) -> ProfileInfo:
+        return await self._call(Calls.put_profile(name, state, if_version))
+
+    async def profiles(self) -> list[ProfileInfo]:
+        return await self._call(Calls.profiles())
+
+    async def export_profile(self, name: str) -> StorageState:
+        return await self._call(Calls.export_profile(name))
+
+    async def delete_profile(self, name: str) -> None:
+        await self._call(Calls.delete_profile(name))
+
+    async def save_recipe(self, job_id: str, name: str, params: dict[str, str] | None = None) -> RecipeInfo:
+        return await self._call(Calls.save_recipe(job_id, name, params))
+
+    async def recipes(self) -> list[RecipeInfo]:
+        return await self._call(Calls.recipes())
+
+    async def recipe(self, name: str, version: int | None = None) -> RecipeInfo:
+        return await self._call(Calls.recipe(name, version))
+
+    async def delete_recipe(self, name: str) -> None:
+        await self._call(Calls.delete_recipe(name))

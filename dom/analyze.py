@@ -1,9 +1,10 @@
 """One frame's offered elements and loose visible text, from its snapshot columns.
 
 A single forward pass over the nodes (parents come before children) carries what ancestors impose
-on their subtree: hidden (opacity 0, aria-hidden, inert), disabled (a disabled fieldset), the clip
-rectangle of overflow containers, and the nearest candidate above. Only candidates and rendered
-text nodes are ever looked at one by one.
+on their subtree: hidden (opacity 0, inert, aria-hidden), disabled (a disabled fieldset, but for
+its first legend), the clip rectangle of overflow containers (and of the viewport, for a fixed
+element: it never scrolls into view), and the nearest candidate above. Only candidates and
+rendered text nodes are ever looked at one by one.
 """
 
 from __future__ import annotations
@@ -16,14 +17,22 @@ from dom.frames import Frame, Rect, intersect
 from dom.model import Element, Scrollable
 from dom.occlusion import Occluders
 from dom.rules import FORM_CONTROLS, NEVER, Candidates, implicit_role
-from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, TEXT, VISIBILITY, positions
+from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, POSITION, TEXT, VISIBILITY, positions
 
-# What ancestors impose on a node: (hidden, disabled, clip rect in document coordinates,
+# What ancestors impose on a node: (hidden bits, disabled, clip rect in document coordinates,
 # nearest candidate at or above).
-Ctx = tuple[bool, bool, "Rect | None", int]
+Ctx = tuple[int, bool, "Rect | None", int]
 # For each container of an offered element: how many it holds, and the first of them.
 Sections = tuple[dict[int, int], dict[int, int]]
-ROOT: Ctx = (False, False, None, -1)
+ROOT: Ctx = (0, False, None, -1)
+# Hidden bits. FADED: not painted (opacity 0). INERT: not usable. UNSPOKEN: aria-hidden, which hides
+# from assistive technology only: a native control under it still shows and takes input.
+FADED, INERT, UNSPOKEN = 1, 2, 4
+# Native controls that show through aria-hidden, and through opacity 0 of their own over a visible
+# wrapper (a styled file button, a select laid over a drawn one).
+NATIVE_CONTROLS = ("input", "select", "textarea", "button")
+# Smaller than this, an invisible control over its wrapper is a trap for bots, not a styled control.
+STYLED_MIN = 8.0
 
 # Called for boxes of a child frame: is the frame's iframe covered there in the parent document?
 CoverCheck = Callable[[Frame, Rect], bool]
@@ -98,20 +107,25 @@ class FrameAnalysis:
         self.area = intersect(region_doc, fclip)
         self.covered_above = covered_above
         self._occluders: Occluders | None = None
+        self._labels_by_for: dict[str, int] | None = None
         self.own: dict[int, Ctx] = {}
         self.down = self._propagate()
 
     # --- what ancestors impose ---------------------------------------------------------------
 
-    def _specials(self) -> tuple[set[int], set[int], set[int]]:
+    def _specials(self) -> tuple[dict[int, int], set[int], set[int], set[int]]:
+        """Nodes that hide their subtree (with the hidden bits they add), disabled fieldsets,
+        clipping containers, fixed elements."""
         doc, s = self.doc, self.s
         lay_nodes, name = doc.lay_nodes, doc.name
-        hide = {lay_nodes[k] for k in positions(doc.column(OPACITY), s.id("0"))}
+        hide = {lay_nodes[k]: FADED for k in positions(doc.column(OPACITY), s.id("0"))}
         aria_hidden, inert, disabled, fieldset = s.id("aria-hidden"), s.id("inert"), s.id("disabled"), s.id("FIELDSET")
         fieldsets: set[int] = set()
         for i in doc.marked():
-            if doc.attr(i, inert) is not None or (doc.attr(i, aria_hidden) or "").strip().lower() == "true":
-                hide.add(i)
+            if doc.attr(i, inert) is not None:
+                hide[i] = hide.get(i, 0) | INERT
+            elif (doc.attr(i, aria_hidden) or "").strip().lower() == "true":
+                hide[i] = hide.get(i, 0) | UNSPOKEN
             if name[i] == fieldset and doc.attr(i, disabled) is not None:
                 fieldsets.add(i)
         never, plain = s.ids(*NEVER), (self.visible_id, -1)
@@ -119,31 +133,47 @@ class FrameAnalysis:
             i for i in (lay_nodes[k] for k, v in enumerate(doc.column(OVERFLOW)) if v not in plain)
             if name[i] not in never and doc.node_type[i] == ELEMENT
         }
-        return hide, fieldsets, clips
+        fixed = {lay_nodes[k] for k in positions(doc.column(POSITION), s.id("fixed"))}
+        return hide, fieldsets, clips, fixed
 
     def _propagate(self) -> list[Ctx]:
         """``down[i]``: the context node ``i`` passes to its children."""
         doc = self.doc
-        hide, fieldsets, clips = self._specials()
+        hide, fieldsets, clips, fixed = self._specials()
+        legends = self._first_legends(fieldsets)
         cands = self.cands.all
         n, parent, bounds, lay = doc.n, doc.parent, doc.bounds, doc.lay
         down: list[Ctx] = [ROOT] * n
         flags = bytearray(n)
-        for i in hide | fieldsets | clips | cands:
+        for i in hide.keys() | fieldsets | clips | cands | fixed | legends:
             flags[i] = 1
-        own = self.own
+        own, screen = self.own, doc.viewport()
         for i in range(1, n):
             p = parent[i]
             c = down[p] if p >= 0 else ROOT
             if flags[i]:
                 hidden, disabled, clip, cand = c
-                c = (hidden or i in hide, disabled or i in fieldsets, clip, i if i in cands else cand)
+                if i in fixed:  # out of the page's flow: only what is on screen now is ever seen
+                    clip = screen
+                if i in legends:  # a disabled fieldset's first legend is not disabled by it
+                    disabled = down[parent[p]][1]
+                c = (hidden | hide.get(i, 0), disabled or i in fieldsets, clip, i if i in cands else cand)
                 if i in clips:  # an element is not clipped by its own overflow; its content is
                     own[i] = c
                     b = bounds[lay[i]]
                     c = (c[0], c[1], intersect(clip, (b[0], b[1], b[2], b[3])), c[3])
             down[i] = c
         return down
+
+    def _first_legends(self, fieldsets: set[int]) -> set[int]:
+        doc, legend = self.doc, self.s.id("LEGEND")
+        found = set()
+        for f in fieldsets:
+            children = (j for j in range(f + 1, doc.subtree_end(f, limit=2000)) if doc.parent[j] == f)
+            first = next((j for j in children if doc.name[j] == legend), None)
+            if first is not None:
+                found.add(first)
+        return found
 
     def at(self, i: int) -> Ctx:
         """The context of node ``i`` itself."""
@@ -214,7 +244,9 @@ class FrameAnalysis:
             return None  # outside the offered region: the commonest and cheapest refusal on a long page
         st = doc.styles[k]
         hidden, disabled, clip, _ = self.at(i)
-        if hidden or disabled or st[VISIBILITY] != self.visible_id or st[POINTER_EVENTS] == self.none_id:
+        if disabled or st[VISIBILITY] != self.visible_id or st[POINTER_EVENTS] == self.none_id:
+            return None
+        if hidden and not self._shows_anyway(i, hidden):
             return None
         if self._disabled(i):
             return None
@@ -227,6 +259,55 @@ class FrameAnalysis:
         if box is None or box[2] <= 0 or box[3] <= 0:
             return None
         return box
+
+    def _shows_anyway(self, i: int, hidden: int) -> bool:
+        """A hidden native control that a user still sees and uses: one under aria-hidden (Amazon's
+        image thumbnails), or one made invisible itself over a wrapper that shows (a styled file
+        button or select, whose click lands on the control). Not when it sits inside another
+        control (a checkbox drawn inside a filter link acts through the link; a styled checkbox
+        in its label through the label), nor when a label elsewhere stands in for it."""
+        doc = self.doc
+        tag = doc.tag(i)
+        if tag not in NATIVE_CONTROLS or (tag == "input" and doc.attributes(i).get("type", "").lower() == "hidden"):
+            return False
+        above = self.cand_above(i)
+        if hidden & INERT or (above >= 0 and above in self.cands.strong):
+            return False
+        if self.down[doc.parent[i]][0] & FADED:
+            return False  # an ancestor is invisible: so is everything in it
+        if not hidden & FADED:
+            return True
+        return self._over_visible_wrapper(i) and not self._labelled_for(i)
+
+    def _over_visible_wrapper(self, i: int) -> bool:
+        doc = self.doc
+        x, y, w, h = doc.bounds[doc.lay[i]]
+        if w < STYLED_MIN or h < STYLED_MIN:
+            return False
+        p = doc.parent[i]
+        while p > 0 and doc.lay[p] < 0:
+            p = doc.parent[p]
+        if p <= 0 or doc.name[p] in self._roots or doc.styles[doc.lay[p]][VISIBILITY] != self.visible_id:
+            return False  # laid over the whole page, it wraps nothing: a trap
+        px, py, pw, ph = doc.bounds[doc.lay[p]]
+        cx, cy = x + w / 2, y + h / 2
+        return pw > 0 and ph > 0 and px <= cx <= px + pw and py <= cy <= py + ph
+
+    def _labelled_for(self, i: int) -> bool:
+        ident = self.doc.attributes(i).get("id")
+        return bool(ident) and self._label_for(ident) is not None
+
+    def _label_for(self, ident: str) -> int | None:
+        """The first label whose ``for`` names ``ident`` (the labels are read once per capture)."""
+        if self._labels_by_for is None:
+            doc, for_name = self.doc, self.s.id("for")
+            found: dict[str, int] = {}
+            for j in positions(doc.name, self.s.id("LABEL")):
+                target = doc.attr(j, for_name)
+                if target:
+                    found.setdefault(target, j)
+            self._labels_by_for = found
+        return self._labels_by_for.get(ident)
 
     def _disabled(self, i: int) -> bool:
         doc, s = self.doc, self.s
@@ -278,14 +359,24 @@ class FrameAnalysis:
         return next((i for i, a in enumerate(doc.attrs) if v in a and doc.attr(i, id_name) == value), None)
 
     def _covered(self, i: int, box: Rect) -> bool:
-        if self.occluders.covers(box, self.doc.paint[self.doc.lay[i]], i):
+        if self.occluders.covers(box, self.doc.paint[self.doc.lay[i]], i, lambda o: self._labels(o, i)):
             return True
         return self.covered_above is not None and self.covered_above(self.frame, box)
+
+    def _labels(self, node: int, control: int) -> bool:
+        """Is ``node`` (part of) a label of ``control``? A floating label drawn over its field takes
+        the click and hands it to the field, so it does not hide it."""
+        doc, label = self.doc, self.s.id("LABEL")
+        while node > 0:
+            if doc.name[node] == label:
+                return self._label_control(node) == control
+            node = doc.parent[node]
+        return False
 
     @property
     def occluders(self) -> Occluders:
         if self._occluders is None:
-            self._occluders = Occluders(self.doc, self.area)
+            self._occluders = Occluders(self.doc, self.area, lambda i: self.at(i)[2])
         return self._occluders
 
     def covers(self, box: Rect, node: int) -> bool:
@@ -357,9 +448,11 @@ class FrameAnalysis:
             if not text or text.isspace():
                 continue
             hidden, _, clip, cand = down[parent[i]]
-            if hidden:
+            if hidden & (FADED | INERT):
                 continue
             o = nearest_offered(cand) if cand >= 0 else -1
+            if hidden and not (o >= 0 and self.at(o)[0]):
+                continue  # aria-hidden text shows only as the text of a control offered through it
             starts, ends = doc.text_ends(k)
             if o >= 0:
                 owned.setdefault(o, []).append(spaced(text, starts, last_owned.get(o)))
@@ -423,7 +516,10 @@ class FrameAnalysis:
         article, a footer, the body), and text whose only tie to a control is that region is body
         text, left to ``text()``, which extraction reads; but text that comes before the region's
         first control introduces it (a title, the instruction above a task) and is kept. Headings
-        are always kept (they say where we are), and so are labels tied to a control by ``for``.
+        are always kept (they say where we are), and so are labels tied to a control by ``for``. A
+        label tied to nothing is still a caption in a region (a "Last name" label on its own line
+        above its input in a long form), but in a block under the page's root it is held to the
+        panel check like any text (MiniWoB's score panel is made of labels).
 
         The page's root is a region however few controls a small page has, so text after the
         controls in a control-free block right under it is kept only while that block is not a
@@ -431,14 +527,16 @@ class FrameAnalysis:
         held, first = near
         doc, explaining, label, for_ = self.doc, self._explaining, self.s.id("LABEL"), self.s.id("for")
         child, p = text, doc.parent[text]
+        captions = False
         while p >= 0:
             if doc.name[p] in explaining or (doc.name[p] == label and doc.attr(p, for_) is not None):
                 return True, None
+            captions = captions or doc.name[p] == label
             count = held.get(p)
             if count:
                 if text < first[p]:
                     return True, None
-                if count > SECTION_CONTROLS:
+                if count > SECTION_CONTROLS and not captions:
                     return False, None
                 return True, (child if doc.name[p] in self._roots and child != text else None)
             child, p = p, doc.parent[p]
@@ -548,10 +646,5 @@ class FrameAnalysis:
                 return self._subtree_text(p)
             p = doc.parent[p]
         ident = attrs.get("id")
-        if not ident:
-            return ""
-        for_name, id_ids = doc.s.id("for"), doc.s.ids(ident)
-        for j in (j for j, t in enumerate(doc.name) if t == label_tag):
-            if id_ids and doc.attr(j, for_name) == ident:
-                return self._subtree_text(j)
-        return ""
+        label = self._label_for(ident) if ident else None
+        return "" if label is None else self._subtree_text(label)

@@ -6,8 +6,8 @@ import logging
 import time
 
 from cdp import Page
-from dom import frames as frames_mod
-from dom import snapshot
+import dom.frames as frames_mod
+import dom.snapshot as snapshot
 from dom.analyze import FrameAnalysis, FrameResult
 from dom.frames import Frame, Rect
 from dom.model import Element, Numbering, ScrollInfo

@@ -3,13 +3,17 @@
 Chrome's paint order says which layout object paints later. An element counts as covered when one
 painted later, with a visible background and taking pointer events, contains its whole visible box
 (a modal overlay, an open menu, a cookie banner). Partial cover does not hide an element: it can
-still be clicked where it shows. Occluders are bucketed in a coarse grid so each test only looks at
-the few that contain the element's centre.
+still be clicked where it shows. An occluder covers only where it shows itself: inside the clip of
+its overflow ancestors and, when fixed, on screen (a drawer parked below the viewport hides
+nothing). Occluders are bucketed in a coarse grid so each test only looks at the few that contain
+the element's centre.
 """
 
 from __future__ import annotations
 
-from dom.frames import Rect
+from collections.abc import Callable
+
+from dom.frames import Rect, intersect
 from dom.tree import BACKGROUND, ELEMENT, OPACITY, POINTER_EVENTS, VISIBILITY, DocTree
 
 CELL = 256.0
@@ -33,7 +37,7 @@ def _opaque_backgrounds(doc: DocTree) -> set[int]:
 class Occluders:
     """Occluding boxes of one document inside ``area`` (document coordinates)."""
 
-    def __init__(self, doc: DocTree, area: Rect | None) -> None:
+    def __init__(self, doc: DocTree, area: Rect | None, clip_of: Callable[[int], Rect | None]) -> None:
         self.doc = doc
         self.grid: dict[tuple[int, int], list[tuple[float, float, float, float, int, int]]] = {}
         s = doc.s
@@ -60,13 +64,19 @@ class Occluders:
                 or st[POINTER_EVENTS] == none or st[OPACITY] == zero
             ):
                 continue
+            clip = clip_of(i)
+            if clip is not None:
+                x, y, w, h = intersect((x, y, w, h), clip)
+                if w <= 0 or h <= 0:
+                    continue
             box = (x, y, x + w, y + h, paint[k], i)
             for cx in range(int(max(x, ax1) // CELL), int(min(x + w, ax2) // CELL) + 1):
                 for cy in range(int(max(y, ay1) // CELL), int(min(y + h, ay2) // CELL) + 1):
                     grid.setdefault((cx, cy), []).append(box)
 
-    def covers(self, rect: Rect, paint: int, node: int) -> bool:
-        """True if something painted after ``node`` contains all of ``rect``."""
+    def covers(self, rect: Rect, paint: int, node: int, passes: Callable[[int], bool] | None = None) -> bool:
+        """True if something painted after ``node`` contains all of ``rect``; an occluder for which
+        ``passes`` is true hands its clicks to ``node`` and does not count."""
         if not self.grid:
             return False
         x1, y1 = rect[0], rect[1]
@@ -75,5 +85,6 @@ class Occluders:
         for ox1, oy1, ox2, oy2, op, oi in self.grid.get(cell, ()):
             if op > paint and ox1 <= x1 + 0.5 and oy1 <= y1 + 0.5 and ox2 >= x2 - 0.5 and oy2 >= y2 - 0.5:
                 if oi != node and not self.doc.is_ancestor(oi, node) and not self.doc.is_ancestor(node, oi):
-                    return True
+                    if passes is None or not passes(oi):
+                        return True
         return False

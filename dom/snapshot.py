@@ -19,8 +19,9 @@ log = logging.getLogger("browserd.dom")
 # Each style is one more integer per layout object in the reply; these are the ones a rule needs:
 # visibility (hidden text and controls), opacity (invisible subtrees), cursor (pointer regions),
 # pointer-events (click-through overlays), overflow (clipping, scroll containers), background-color
-# (what can cover other elements). ``display`` is not needed: display:none has no layout object.
-STYLES = ["visibility", "opacity", "cursor", "pointer-events", "overflow", "background-color"]
+# (what can cover other elements), position (a fixed element stays on screen, so it shows and covers
+# only there). ``display`` is not needed: display:none has no layout object.
+STYLES = ["visibility", "opacity", "cursor", "pointer-events", "overflow", "background-color", "position"]
 
 # Paint order is needed for occlusion. DOM rects (offset/scroll/client) would add four numbers per
 # layout object for every object on the page; frame offsets and scroll extents are derived from

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from dom import prompt, text
+import dom.prompt as prompt
+import dom.text as text
 from dom.frames import Frame
 from dom.model import Element, Link, Numbering, ScrollInfo
 
@@ -41,9 +42,10 @@ class PageState:
     def element(self, index: int) -> Element | None:
         return self.elements.get(index)
 
-    def to_prompt(self) -> str:
-        """Nanobrowser's element list between scroll lines, the page part in an untrusted wrapper."""
-        return prompt.render(self._lines, self.elements, self.new_indexes, self.scroll)
+    def to_prompt(self, *, wrapped: bool = True) -> str:
+        """Nanobrowser's element list between scroll lines, the page part in an untrusted wrapper
+        (``wrapped=False``: neutralized but not wrapped, for a caller that wraps more with it)."""
+        return prompt.render(self._lines, self.elements, self.new_indexes, self.scroll, wrapped=wrapped)
 
     def elements_text(self) -> str:
         """Only the element lines (no scroll lines, no wrapper): for logs and debugging."""

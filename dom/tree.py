@@ -15,19 +15,39 @@ from typing import Any
 ELEMENT, TEXT, DOCUMENT = 1, 3, 9
 
 # Order of the computed styles requested from Chrome (see dom.snapshot.STYLES).
-VISIBILITY, OPACITY, CURSOR, POINTER_EVENTS, OVERFLOW, BACKGROUND = range(6)
-STYLE_COUNT = 6
+VISIBILITY, OPACITY, CURSOR, POINTER_EVENTS, OVERFLOW, BACKGROUND, POSITION = range(7)
+STYLE_COUNT = 7
 
 # Attributes some rule depends on (hidden, inert, disabled, widget signals).
 MARK_ATTRS = ("role", "tabindex", "contenteditable", "aria-hidden", "inert", "disabled")
 
 
+def well_formed(text: str) -> str:
+    """``text`` with each lone UTF-16 surrogate replaced by U+FFFD. A page's script that cuts a
+    string inside an emoji (``title.slice(0, 40)``) leaves half a surrogate pair in the DOM; Chrome
+    sends it as a ``\\udXXX`` escape, and a str holding it cannot be encoded as UTF-8: printing
+    ``browserd inspect``'s output, storing a result or sending a prompt would fail on it."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 class Strings:
-    """The snapshot's shared string table, with reverse look-up of the few names we test for."""
+    """The snapshot's shared string table, with reverse look-up of the few names we test for.
+    Every string is well formed (see ``well_formed``), so nothing read from a page carries a lone
+    surrogate further."""
 
     __slots__ = ("table", "_index")
 
     def __init__(self, table: list[str]) -> None:
+        try:
+            "\0".join(table).encode("utf-8")  # one C-speed check for the common case: nothing to mend
+        except UnicodeEncodeError:
+            table = [well_formed(t) for t in table]
         self.table = table
         self._index: dict[str, int] | None = None
 
@@ -74,7 +94,7 @@ class DocTree:
         "s", "frame_id", "url", "title", "base_url", "scroll_x", "scroll_y", "parent", "node_type", "name",
         "value", "backend", "attrs", "clickable", "input_value", "checked", "selected", "content_doc",
         "shadow", "lay", "lay_nodes", "bounds", "styles", "paint", "lay_text", "n", "_ordinals", "_columns",
-        "_marked", "_text_boxes", "_text_ends",
+        "_marked", "_text_boxes", "_text_ends", "_tag_counts", "_ends", "_tags",
     )
 
     def __init__(self, doc: dict[str, Any], strings: Strings) -> None:
@@ -118,6 +138,9 @@ class DocTree:
         self._ordinals: list[int] | None = None
         self._columns: dict[int, list[int]] = {}
         self._marked: list[int] | None = None
+        self._tag_counts: dict[tuple[int, int], int] | None = None
+        self._ends: list[int] | None = None
+        self._tags: dict[int, str] = {}  # node-name string id -> lower-case tag, decoded once
 
     def text_ends(self, k: int) -> tuple[list[float], list[float]]:
         """Boxes of the first and last line fragments of text layout object ``k``: a wrapped text's
@@ -152,7 +175,11 @@ class DocTree:
     # --- decoding single nodes -------------------------------------------------------------
 
     def tag(self, i: int) -> str:
-        return self.s(self.name[i]).lower()
+        name = self.name[i]
+        tag = self._tags.get(name)
+        if tag is None:
+            tag = self._tags[name] = self.s(name).lower()
+        return tag
 
     def attributes(self, i: int) -> dict[str, str]:
         a, s = self.attrs[i], self.s
@@ -179,6 +206,11 @@ class DocTree:
         r = self.rect(0)
         return (r[2], r[3]) if r else (0.0, 0.0)
 
+    def viewport(self) -> tuple[float, float, float, float]:
+        """The part of this document on screen now, in document coordinates."""
+        w, h = self.viewport_size()
+        return (self.scroll_x, self.scroll_y, w, h)
+
     def subtree_end(self, i: int, limit: int = 1 << 30) -> int:
         """One past the last descendant of ``i`` (pre-order keeps a subtree contiguous)."""
         parent, j, end = self.parent, i + 1, min(self.n, i + 1 + limit)
@@ -190,6 +222,19 @@ class DocTree:
                 break
             j += 1
         return j
+
+    def end_of(self, i: int) -> int:
+        """``subtree_end(i)`` from a table built once for the whole document (one backward pass):
+        for callers that ask about many nodes (``dom.identity``)."""
+        if self._ends is None:
+            ends = list(range(1, self.n + 1))
+            parent = self.parent
+            for k in range(self.n - 1, 0, -1):
+                p = parent[k]
+                if p >= 0 and ends[k] > ends[p]:
+                    ends[p] = ends[k]
+            self._ends = ends
+        return self._ends[i]
 
     def is_ancestor(self, a: int, i: int) -> bool:
         parent = self.parent
@@ -211,6 +256,21 @@ class DocTree:
                 break  # top of a shadow tree: xpath is relative to its shadow root
             i = parent[i]
         return "/" + "/".join(reversed(parts))
+
+    def ordinal(self, i: int) -> int:
+        """Position of ``i`` among the children of its parent with its tag (CSS ``nth-of-type``)."""
+        if self._ordinals is None:
+            self._ordinals = self._sibling_ordinals()
+        return self._ordinals[i]
+
+    def same_tag_siblings(self, i: int) -> int:
+        """How many children of ``i``'s parent have its tag, ``i`` included."""
+        if self._tag_counts is None:
+            counts: dict[tuple[int, int], int] = {}
+            for key in zip(self.parent, self.name):
+                counts[key] = counts.get(key, 0) + 1
+            self._tag_counts = counts
+        return self._tag_counts[(self.parent[i], self.name[i])]
 
     def _sibling_ordinals(self) -> list[int]:
         counts: dict[tuple[int, int], int] = {}

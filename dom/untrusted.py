@@ -3,11 +3,15 @@
 Each render picks a fresh random nonce for the wrapper's tag name, so a page cannot know the closing
 tag in advance. Angle brackets in page-supplied strings are replaced by look-alike guillemets, so no
 tag of any kind (a fake ``</untrusted_…>``, a fake ``<user_request>``) can appear in the content.
+Everything wrapped also passes ``dom.guard``: task-override phrases flagged, card numbers, SSNs and
+credential-looking strings redacted.
 """
 
 from __future__ import annotations
 
 import secrets
+
+from dom.guard import sanitize
 
 _NEUTRAL = str.maketrans({"<": "‹", ">": "›"})
 
@@ -27,9 +31,9 @@ def new_tag() -> str:
 
 
 def wrap(body: str, tag: str | None = None) -> str:
-    """``body`` (already neutralized) between nonce-tagged tags, preceded by a one-line warning."""
+    """``body`` (already neutralized), guarded, between nonce-tagged tags, after a one-line warning."""
     tag = tag or new_tag()
-    return f"{NOTE.format(tag=tag)}\n<{tag}>\n{body}\n</{tag}>"
+    return f"{NOTE.format(tag=tag)}\n<{tag}>\n{sanitize(body).text}\n</{tag}>"
 
 
 def wrap_text(text: str) -> str:

@@ -1,12 +1,15 @@
-"""The worker process's Prometheus endpoint: served once per process, never fatal."""
+"""The worker process's metrics: its Prometheus endpoint (served once per process, never fatal), and
+the agent's measurements wired into it."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+import workers.jobs.metrics as metrics
 from config import Settings
-from daemon.metrics import start_worker_metrics_server
+from workers.agent.telemetry import DomCapture, LlmCall, Telemetry
+from workers.jobs.metrics import start_worker_metrics_server
 
 log = logging.getLogger("browserd.worker")
 
@@ -24,3 +27,13 @@ def serve_metrics(settings: Settings) -> Any | None:
         log.warning("worker metrics not served: port %s: %s (set BROWSERD_METRICS_PORT per worker, or 0)",
                     settings.metrics_port, exc)
         return None
+
+
+class PrometheusTelemetry(Telemetry):
+    """The agent's measurements, into this process's Prometheus metrics."""
+
+    def llm_call(self, call: LlmCall) -> None:
+        metrics.observe_llm_call(call.model, call.outcome, call.seconds, call.input_tokens, call.output_tokens)
+
+    def dom_capture(self, capture: DomCapture) -> None:
+        metrics.observe_dom_capture(capture.seconds, capture.elements)

@@ -21,11 +21,16 @@ import uuid
 from typing import Any
 
 import cdp
-from config import Settings
-from daemon import JobStore, connect
-from daemon.metrics import instrument_pool
-from workers.execute import JobExecutor
+from config import ConfigError, Settings
+from workers.agent import LLMProviderError, provider_class
+from workers.delivery import Deliveries, Delivered
 from workers.instrument import serve_metrics
+from workers.jobs import JobStore, connect
+from workers.jobs.metrics import instrument_pool
+from workers.jobs.models import JobStatus
+from workers.jobs.reconcile import Reconciler
+from workers.jobs.sessions import SessionStore
+from workers.session_host import SessionHost
 
 log = logging.getLogger("browserd.worker")
 
@@ -40,6 +45,14 @@ def stale_after(settings: Settings) -> float:
     return max(3 * HEARTBEAT_SECONDS, min(10.0, settings.visibility_timeout / 3))
 
 
+def check_provider(settings: Settings) -> None:
+    """Fail at start, naming the setting, when BROWSERD_LLM_PROVIDER does not load (not at the first job)."""
+    try:
+        provider_class(settings.llm_provider)
+    except LLMProviderError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
 class WorkerRuntime:
     """``start()`` once per worker process, ``run(job_id)`` from any task thread, ``stop()`` at exit."""
 
@@ -50,14 +63,18 @@ class WorkerRuntime:
         self._thread = threading.Thread(target=self._serve, name="browserd-loop", daemon=True)
         self.store: JobStore | None = None
         self.pool: cdp.BrowserPool | None = None
-        self.executor: JobExecutor | None = None
+        self.deliveries: Deliveries | None = None
+        self.sessions: SessionStore | None = None
+        self.stopping = False  # a warm shutdown began: open sessions end now instead of when idle
         self._ticker: asyncio.Task[None] | None = None
+        self._reconcile: asyncio.Task[None] | None = None
         self._metrics: Any = None
         self._unmeter: Any = None
 
     # --- lifecycle (called from Celery's threads) ------------------------------------------
 
     def start(self) -> None:
+        check_provider(self.settings)
         self._metrics = serve_metrics(self.settings)
         self._thread.start()
         try:
@@ -80,16 +97,29 @@ class WorkerRuntime:
             self._metrics.server_close()
             self._metrics = None
 
-    def run(self, job_id: str, hard: float) -> str:
-        """Run one delivery to its end or its hard limit (seconds); returns the claim outcome."""
-        assert self.executor is not None, "WorkerRuntime.start() was not called"
-        future = asyncio.run_coroutine_threadsafe(self.executor.deliver(job_id), self.loop)
+    def run(self, job_id: str, hard: float) -> Delivered:
+        """Run one delivery to its end or its hard limit (seconds)."""
+        assert self.deliveries is not None, "WorkerRuntime.start() was not called"
+        future = asyncio.run_coroutine_threadsafe(self.deliveries.deliver(job_id), self.loop)
         try:
             return future.result(timeout=hard)
         except concurrent.futures.TimeoutError:
             future.cancel()
             log.error("job %s passed its hard time limit (%gs); abandoned", job_id, hard)
-            self._call(self.executor.abandon(job_id, f"the job ignored its time limit and was stopped after {hard:g}s"), 10.0)
+            self._call(self.deliveries.abandon(job_id, f"the job ignored its time limit and was stopped after {hard:g}s"), 10.0)
+            return Delivered("hard_limit", JobStatus.failed)
+
+    def serve_session(self, session_id: str, hard: float) -> str:
+        """Serve one interactive session to its end (or ``hard`` seconds); returns why it ended."""
+        assert self.sessions is not None and self.pool is not None, "WorkerRuntime.start() was not called"
+        host = SessionHost(self.sessions, self.pool, self.settings, self.worker_id, session_id,
+                           stopping=lambda: self.stopping)
+        future = asyncio.run_coroutine_threadsafe(host.serve(), self.loop)
+        try:
+            return future.result(timeout=hard)
+        except concurrent.futures.TimeoutError:
+            future.cancel()  # the host's own cleanup releases the lease and drops the record
+            log.error("session %s passed its hard time limit (%gs); stopped", session_id, hard)
             return "hard_limit"
 
     def _call(self, coro: Any, timeout: float) -> Any:
@@ -102,23 +132,35 @@ class WorkerRuntime:
     # --- on the loop -----------------------------------------------------------------------
 
     async def _astart(self) -> None:
-        import workers.agent  # noqa: F401  (load the agent now, not during the first job)
-
         url = self.settings.redis_url
         assert url, "BROWSERD_REDIS_URL is required"
         self.store = JobStore(connect(url), result_ttl=self.settings.result_ttl)
         self.pool = cdp.BrowserPool(cdp.PoolConfig.from_settings(self.settings))
         await self.pool.start()
         self._unmeter = instrument_pool(self.pool)
-        self.executor = JobExecutor(self.store, self.pool, self.settings, self.worker_id, stale_after(self.settings))
+        self.deliveries = Deliveries(self.store, self.pool, self.settings, self.worker_id, stale_after(self.settings))
+        self.sessions = SessionStore(self.store.redis, self.store.keys)
         await self._beat()
-        self._ticker = asyncio.get_running_loop().create_task(self._tick_forever(), name="worker-ticker")
+        loop = asyncio.get_running_loop()
+        self._ticker = loop.create_task(self._tick_forever(), name="worker-ticker")
+        # A worker starting is often a worker restarting after a crash: look for what it left.
+        self._reconcile = loop.create_task(self._reconcile_once(), name="worker-reconcile")
+
+    async def _reconcile_once(self) -> None:
+        assert self.store is not None
+        try:
+            await Reconciler(self.store, self.settings).run_once()
+        except Exception as exc:
+            log.warning("reconciler pass at start failed: %s: %s", type(exc).__name__, exc)
 
     async def _astop(self) -> None:
-        if self._ticker:
-            self._ticker.cancel()
+        for task in (self._ticker, self._reconcile):
+            if task:
+                task.cancel()
         if self._unmeter:
             self._unmeter()
+        if self.deliveries:
+            await self.deliveries.close_sessions()
         if self.pool:
             await self.pool.close()
         if self.store:
@@ -135,25 +177,26 @@ class WorkerRuntime:
             late = loop.time() - before - TICK_SECONDS
             if late > LOOP_LAG_WARNING:
                 log.warning("event loop was blocked for %.2fs: CPU-bound work is delaying this worker's %d jobs",
-                            late, len(self.executor.runs) if self.executor else 0)
+                            late, len(self.deliveries.runs) if self.deliveries else 0)
             count += 1
             try:
-                await self.executor.check_cancels()  # type: ignore[union-attr]
+                await self.deliveries.check_cancels()  # type: ignore[union-attr]
                 if count % ticks_per_beat == 0:
                     await self._beat()
             except Exception as exc:  # Redis hiccups must not stop the heartbeat for good
                 log.warning("worker heartbeat failed: %s", exc)
 
     async def _beat(self) -> None:
-        assert self.store is not None and self.executor is not None
-        await self.executor.heartbeat()
+        assert self.store is not None and self.deliveries is not None
+        await self.deliveries.heartbeat()
         await self.store.worker_heartbeat(
             self.worker_id,
             {
                 "host": socket.gethostname(),
                 "pid": os.getpid(),
                 "concurrency": self.settings.worker_concurrency,
-                "running": len(self.executor.runs),
+                "running": len(self.deliveries.runs),
+                "sessions": len(self.deliveries.sessions),  # kept for follow-ups (each holds a browser context)
                 "metrics_port": self._metrics.server_port if self._metrics else "",
             },
             ttl=HEARTBEAT_SECONDS * 10,
@@ -173,6 +216,13 @@ def get_runtime(settings: Settings) -> WorkerRuntime:
             runtime.start()
             _runtime = runtime
         return _runtime
+
+
+def end_sessions() -> None:
+    """A warm shutdown began: this process's sessions close at their next look (within a second),
+    so the shutdown does not wait out their idle timeouts."""
+    if _runtime is not None:
+        _runtime.stopping = True
 
 
 def stop_runtime() -> None:

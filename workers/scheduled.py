@@ -6,14 +6,14 @@ import asyncio
 import logging
 
 from config import get_settings
-from daemon import JobStore, connect
-from daemon.schedules import TASK_NAME, ScheduleStore
-from workers.celery_app import app
+from workers.jobs import JobStore, connect
+from workers.jobs.queue import RUN_SCHEDULE, app
+from workers.jobs.schedules import ScheduleStore
 
 log = logging.getLogger("browserd.schedules")
 
 
-@app.task(name=TASK_NAME, ignore_result=True)
+@app.task(name=RUN_SCHEDULE, ignore_result=True)
 def run_schedule(schedule_id: str) -> str | None:
     """Runs on a worker's task thread with its own short-lived loop and Redis connection."""
     return asyncio.run(_fire(schedule_id))

@@ -10,20 +10,40 @@ import logging
 from typing import Any
 
 from celery import Task
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_shutdown
+from celery.signals import (
+    setup_logging,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_shutdown,
+)
 
 from config import get_settings
-from workers.celery_app import app, hard_limit
-from workers.models import Priority
+from config import setup_logging as configure_logging
+from workers.jobs.models import JobStatus, Priority
+from workers.jobs.queue import QUEUES, RUN_JOB, SESSIONS_QUEUE, app, hard_limit
 from workers.runtime import get_runtime, stale_after, stop_runtime
 
 log = logging.getLogger("browserd.worker")
 
-TASK_NAME = "browserd.run_job"
 RUNTIME_RETRY_SECONDS = 5.0
 
 
-@app.task(name=TASK_NAME, bind=True, ignore_result=True, acks_late=True)
+class JobFailed(Exception):
+    """The job ended failed or cancelled (its state and result are already in the job store).
+
+    Raised so Celery's own view (Flower, celery-exporter, ``task-failed`` events) agrees with the
+    job store; listed in the task's ``throws``, so it is logged as expected, without a traceback.
+    The message is still acknowledged: with ``task_acks_late``, Celery acks a task that raised
+    (``task_acks_on_failure_or_timeout`` stays True), so the job is not delivered again.
+    """
+
+    def __init__(self, job_id: str, status: JobStatus) -> None:
+        super().__init__(f"job {job_id} ended {status.value}")
+        self.job_id, self.status = job_id, status
+
+
+@app.task(name=RUN_JOB, bind=True, ignore_result=True, acks_late=True, throws=(JobFailed,))
 def run_job_task(self: Task, job_id: str) -> str:
     settings = get_settings()
     hard = (self.request.timelimit or (None, None))[0] or hard_limit(settings.job_timeout)
@@ -32,20 +52,23 @@ def run_job_task(self: Task, job_id: str) -> str:
     except Exception as exc:  # no browser or no Redis in this process: keep the job, try again later
         log.error("worker runtime unavailable (%s); job %s goes back to the queue", exc, job_id)
         raise self.retry(countdown=RUNTIME_RETRY_SECONDS, max_retries=None) from exc
-    outcome = runtime.run(job_id, hard)
-    if outcome == "busy":
+    delivered = runtime.run(job_id, hard)
+    if delivered.outcome == "busy":
         # Delivered again while a live run still holds the job (its heartbeat is fresh): look
         # again once that heartbeat would have gone stale, in case its worker is in fact dying.
         queue = (self.request.delivery_info or {}).get("routing_key") or Priority.normal.value
         self.apply_async((job_id,), queue=queue, countdown=stale_after(settings), time_limit=hard)
-    return outcome
+    if delivered.status in (JobStatus.failed, JobStatus.cancelled):
+        raise JobFailed(job_id, delivered.status)
+    return delivered.outcome
 
 
-def send_job(job_id: str, priority: Priority, soft_limit: float) -> None:
-    """Publish a job to its priority's queue, with its soft and hard time limits."""
-    run_job_task.apply_async(
-        (job_id,), queue=priority.value, soft_time_limit=soft_limit, time_limit=hard_limit(soft_limit)
-    )
+@setup_logging.connect
+def _logging(**_: Any) -> None:
+    """browserd's log format instead of Celery's: text, or JSON lines with BROWSERD_LOG_JSON; every
+    line of a job carries its id, attempt, step and URL (``config.bind``)."""
+    settings = get_settings()
+    configure_logging(settings.log_level, json_lines=settings.log_json)
 
 
 def _uses_prefork(sender: Any) -> bool:
@@ -54,10 +77,19 @@ def _uses_prefork(sender: Any) -> bool:
     return "prefork" in name
 
 
+def _runs_jobs(sender: Any) -> bool:
+    """Whether this worker consumes a job or session queue (a side consumer of webhooks needs no browser)."""
+    try:
+        consumed = set(sender.app.amqp.queues.consume_from)
+    except AttributeError:
+        return True
+    return not consumed or bool(consumed & {*QUEUES, SESSIONS_QUEUE})
+
+
 @worker_init.connect
 def _start_in_main_process(sender: Any = None, **_: Any) -> None:
     """threads/solo pools run tasks in this process: start browsers now, before the first job."""
-    if not _uses_prefork(sender):
+    if not _uses_prefork(sender) and _runs_jobs(sender):
         _start_or_exit()
 
 

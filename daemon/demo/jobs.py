@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from daemon.demo.site import PRODUCTS, DemoSite
-from workers.models import JobSpec
+from workers.jobs.models import JobSpec
 
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -28,6 +28,7 @@ def script_jobs(site: DemoSite) -> list[JobSpec]:
                 {"extract_fields": {"fields": FIELDS}},
                 {"done": {"text": f"read {p.name}"}},
             ],
+            allowed_networks=[site.network],
             labels={"demo": "shop", "product": p.slug},
         )
         for p in PRODUCTS
@@ -41,6 +42,7 @@ def agent_jobs(site: DemoSite) -> list[JobSpec]:
             start_url=site.url("/catalogue"),  # type: ignore[arg-type]
             output_schema=OUTPUT_SCHEMA,
             allowed_domains=["127.0.0.1"],
+            allowed_networks=[site.network],
             labels={"demo": "shop", "product": p.slug},
         )
         for p in PRODUCTS

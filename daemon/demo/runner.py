@@ -7,7 +7,6 @@ the progress bar, prints the results and a few metrics, and stops everything it 
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -16,11 +15,11 @@ import urllib.request
 from typing import Any, TextIO
 
 from config import Settings
-from daemon.batch_client import OpsClient
+from daemon.client import Client
+from daemon.cli.progress import follow_batch
 from daemon.demo.jobs import agent_jobs, script_jobs
-from daemon.demo.services import Services, ServiceError, free_port, http_ok
+from daemon.demo.services import ServiceError, Services, free_port, http_ok
 from daemon.demo.site import PRODUCTS, DemoSite
-from daemon.progress import follow_batch
 
 WORKER_CONCURRENCY = 4
 START_TIMEOUT = 120.0
@@ -29,7 +28,7 @@ WORKER_METRICS = (
     "browserd_job_duration_seconds_sum", "browserd_agent_steps_total", "browserd_pool_browsers",
     "browserd_llm_requests_total",
 )
-DAEMON_METRICS = ('browserd_jobs{state="succeeded"}', "browserd_queue_depth", "browserd_workers_up")
+DAEMON_METRICS = ('browserd_jobs_in_state{state="succeeded"}', "browserd_queue_depth", "browserd_workers_up")
 
 
 def llm_configured(settings: Settings) -> bool:
@@ -43,6 +42,9 @@ def _terminate(signum: int, _frame: Any) -> None:
 def run_demo(settings: Settings, out: TextIO = sys.stdout) -> int:
     """0 when the batch completed with every job succeeded, else 1 (2 when a service would not start)."""
     previous = signal.signal(signal.SIGTERM, _terminate)  # stop everything on SIGTERM too, not only Ctrl-C
+    # Ctrl-C stops everything even when the demo was started with SIGINT ignored (a shell without
+    # job control starts background commands so): Python then installs no KeyboardInterrupt handler.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     services = Services()
     try:
         return _run(settings, services, out)
@@ -55,6 +57,7 @@ def run_demo(settings: Settings, out: TextIO = sys.stdout) -> int:
     finally:
         services.close()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         print("stopped the demo's worker, API" + ("" if settings.redis_url else " and redis-server"), file=sys.stderr)
 
 
@@ -79,7 +82,7 @@ def _run(settings: Settings, services: Services, out: TextIO) -> int:
     print("starting a worker (with its Chromium) and the API ...", file=sys.stderr)
     services.wait(api, lambda: http_ok(api_url + "/healthz"), START_TIMEOUT, "the API")
     services.wait(worker, lambda: http_ok(api_url + "/readyz"), START_TIMEOUT, "the worker to report ready")
-    client = OpsClient(api_url, token)
+    client = Client(api_url, token)
     with DemoSite() as site:
         print(f"demo shop at {site.url('/catalogue')}", file=sys.stderr)
         if llm_configured(settings):
@@ -90,11 +93,10 @@ def _run(settings: Settings, services: Services, out: TextIO) -> int:
             specs = script_jobs(site)
             print(f"no LLM configured (set OPENAI_API_KEY or BROWSERD_LLM_BASE_URL for agent jobs): running "
                   f"{len(specs)} script-mode jobs that read each product page by CSS selector", file=sys.stderr)
-        body = json.dumps([s.model_dump(mode="json", exclude_none=True) for s in specs]).encode()
-        batch = client.submit_batch(body)
-        print(f"batch {batch['id']}: {batch['total']} jobs queued", file=sys.stderr)
-        batch = follow_batch(lambda: client.batch(batch["id"]), interval=0.3)
-        rows = [json.loads(line) for line in client.results(batch["id"])]
+        submitted = client.submit_batch(list(specs))
+        print(f"batch {submitted.id}: {submitted.total} jobs queued", file=sys.stderr)
+        batch = follow_batch(lambda: client.batch(submitted.id), interval=0.3).model_dump(mode="json")
+        rows = [line.model_dump(mode="json") for line in client.results(submitted.id)]
     print_table(rows, out)
     print_metrics(api_url, metrics_port, out)
     counts = batch["counts"]

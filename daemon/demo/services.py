@@ -13,14 +13,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from cdp import die_with_parent
-
 
 
 class ServiceError(Exception):

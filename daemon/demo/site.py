@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -119,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
             text = product_page(BY_SLUG[url.path[9:]])
         else:
             status, text = 404, _layout("Not found", "<h1>Not found</h1>")
-        data = text.encode()
+        data = self.server.transform(text).encode()  # type: ignore[attr-defined]
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
@@ -131,12 +132,17 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class DemoSite:
-    """The shop on a free port of 127.0.0.1: ``with DemoSite() as site: site.url("/catalogue")``."""
+    """The shop on a free port of 127.0.0.1: ``with DemoSite() as site: site.url("/catalogue")``.
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    ``transform`` rewrites every page before it is sent (tests serve a changed shop with it)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, transform: Callable[[str], str] | None = None) -> None:
         self.httpd = ThreadingHTTPServer((host, port), _Handler)
+        self.httpd.transform = transform or (lambda page: page)  # type: ignore[attr-defined]
         self.httpd.daemon_threads = True
         self.origin = f"http://{host}:{self.httpd.server_address[1]}"
+        # The shop is on a private address, which jobs may not reach unless they open it.
+        self.network = f"{host}/32"
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="demo-site", daemon=True)
 
     def url(self, path: str = "/") -> str:

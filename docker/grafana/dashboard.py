@@ -57,6 +57,8 @@ def row(title: str) -> dict[str, Any]:
 
 
 FINISHED = f'sum(rate(browserd_jobs_total{{state=~"succeeded|failed"}}[{RATE}]))'
+WORKER = 'job="browserd-worker", instance=~"$worker"'  # the worker variable: one scrape address, or all
+API = f"browserd_api_requests_total[{RATE}]"
 TOKENS = 'sum({fn}(browserd_llm_tokens_total{{direction="{d}"}}[{r}]))'
 
 
@@ -71,8 +73,9 @@ PANELS = [
     stat("Throughput (jobs/min)", f"sum(rate(browserd_jobs_total[{RATE}])) * 60"),
     stat("Success rate", 'sum(rate(browserd_jobs_total{state="succeeded"}[$__range])) / '
          'sum(rate(browserd_jobs_total{state=~"succeeded|failed"}[$__range]))', "percentunit"),
-    stat("Jobs running", 'sum(browserd_jobs{state="running"})'),
-    stat("Workers up", "max(browserd_workers_up)"),
+    stat("Jobs running", 'sum(browserd_jobs_in_state{state="running"})'),
+    stat("Workers up", "max(browserd_workers_up)",
+         description="Workers with a fresh heartbeat in Redis; 'Live workers' below names them."),
     graph("Throughput by final state (jobs/min)", [q(f"sum by (state) (rate(browserd_jobs_total[{RATE}])) * 60",
                                                      "{{state}}")], stack=True),
     graph("Success rate and failures by category (share of finished jobs)", [
@@ -83,8 +86,16 @@ PANELS = [
     graph("Job duration", quantiles("browserd_job_duration_seconds"), "s"),
     graph("Queue wait (enqueue to start)", quantiles("browserd_job_queue_wait_seconds"), "s"),
     row("Queue"),
-    graph("Queue depth by queue", [q("sum by (queue) (browserd_queue_depth)", "{{queue}}")], stack=True),
-    graph("Jobs by state", [q('sum by (state) (browserd_jobs{state=~"queued|running|retrying"})', "{{state}}")]),
+    graph("Queue depth by queue", [q('sum by (queue) (browserd_queue_depth{queue!="webhooks"})', "{{queue}}")],
+          stack=True),
+    graph("Jobs by state", [q('sum by (state) (browserd_jobs_in_state{state=~"queued|running|retrying"})', "{{state}}")]),
+    graph("Batches and schedule runs (per hour)", [
+        q(f"sum(rate(browserd_batches_submitted_total[{RATE}])) * 3600", "batches submitted"),
+        q(f"sum(rate(browserd_batches_completed_total[{RATE}])) * 3600", "batches completed"),
+        q(f"sum by (outcome) (rate(browserd_schedule_runs_total[{RATE}])) * 3600", "schedule runs: {{outcome}}"),
+    ]),
+    graph("Live workers", [q("max by (worker) (browserd_worker_up)", "{{worker}}")],
+          description="One line per worker with a fresh heartbeat (Celery's node name)."),
     row("Agent steps"),
     graph("Step time breakdown (seconds per step)", [
         q(f"sum by (phase) (rate(browserd_step_duration_seconds_sum[{RATE}])) / "
@@ -107,14 +118,41 @@ PANELS = [
     graph("LLM latency by model", quantiles("browserd_llm_latency_seconds", "model"), "s"),
     row("Browser pool"),
     graph("Pool health: browsers by state, leases in use", [
-        q("sum by (state) (browserd_pool_browsers)", "browsers {{state}}"),
-        q("sum(browserd_pool_leases_in_use)", "leases in use"),
+        q(f"sum by (state) (browserd_pool_browsers{{{WORKER}}})", "browsers {{state}}"),
+        q(f"sum(browserd_pool_leases_in_use{{{WORKER}}})", "leases in use"),
     ]),
     graph("Lease wait", quantiles("browserd_pool_lease_wait_seconds"), "s"),
     graph("Browser crashes and recycles", [
-        q(f"sum(increase(browserd_browser_crashes_total[{RATE}]))", "crashes"),
-        q(f"sum by (reason) (increase(browserd_browser_recycles_total[{RATE}]))", "recycled: {{reason}}"),
+        q(f"sum(increase(browserd_browser_crashes_total{{{WORKER}}}[{RATE}]))", "crashes"),
+        q(f"sum by (reason) (increase(browserd_browser_recycles_total{{{WORKER}}}[{RATE}]))", "recycled: {{reason}}"),
     ]),
+    graph("Chrome memory per worker (PSS)", [q(f"sum by (instance) (browserd_pool_memory_bytes{{{WORKER}}})",
+                                               "{{instance}}")], "bytes",
+          description="All browser processes of a worker's pool; a browser is recycled past BROWSERD_POOL_MAX_MEMORY_MB."),
+    row("Workers"),
+    graph("Worker CPU (cores)", [q(f"rate(process_cpu_seconds_total{{{WORKER}}}[{RATE}])", "{{instance}}")],
+          description="The worker process itself (Python); Chrome's CPU is not included."),
+    graph("Worker memory (RSS)", [q(f"process_resident_memory_bytes{{{WORKER}}}", "{{instance}}")], "bytes"),
+    row("Webhooks"),
+    graph("Webhook backlog (deliveries waiting)", [q('sum(browserd_queue_depth{queue="webhooks"})', "waiting")]),
+    graph("Webhook attempts by outcome", [
+        q(f"sum by (outcome) (rate(browserd_webhook_deliveries_total[{RATE}]))", "{{outcome}}"),
+    ], "reqps", stack=True, description="given_up: every retry failed, the notification is lost."),
+    graph("Webhook delivery time", quantiles("browserd_webhook_delivery_seconds"), "s"),
+    row("API"),
+    graph("API requests by status class", [q(f"sum by (status) (rate({API}))", "{{status}}")], "reqps", stack=True),
+    graph("API errors by route (4xx and 5xx)", [
+        q(f'sum by (route, status) (rate(browserd_api_requests_total{{status=~"4xx|5xx"}}[{RATE}]))',
+          "{{status}} {{route}}"),
+    ], "reqps"),
+    graph("API latency by route (to response headers)", quantiles("browserd_api_request_duration_seconds", "route",
+                                                                  qs=(0.95,)), "s"),
+    row("Redis"),
+    graph("Redis memory", [
+        q("max(redis_memory_used_bytes)", "used"),
+        q("max(redis_memory_max_bytes) > 0", "maxmemory (writes refused above it: noeviction)"),
+    ], "bytes", description="From the stack's redis-exporter."),
+    stat("browserd versions running", "count by (version) (browserd_build_info)", h=8),
 ]
 
 
@@ -138,15 +176,34 @@ def textbox(name: str, label: str, default: str) -> dict[str, Any]:
                                                                         "selected": True}]}
 
 
+WORKER_VARIABLE = {
+    "type": "query", "name": "worker", "label": "Worker", "datasource": DS, "hide": 0, "refresh": 2,
+    "query": {"query": 'label_values(process_cpu_seconds_total{job="browserd-worker"}, instance)', "refId": "worker"},
+    "definition": 'label_values(process_cpu_seconds_total{job="browserd-worker"}, instance)',
+    "multi": True, "includeAll": True, "allValue": ".*", "sort": 1,
+    "current": {"text": ["All"], "value": ["$__all"]}, "options": [],
+    "description": "A worker's scrape address: filters the pool and worker panels.",
+}
+
+# Firing browserd alerts (Prometheus's own ALERTS series) as marks on every panel.
+ALERT_ANNOTATIONS = {
+    "name": "Alerts", "datasource": DS, "enable": True, "iconColor": "red", "step": "60s",
+    "expr": 'ALERTS{alertstate="firing", alertname=~"Browserd.*"}',
+    "titleFormat": "{{alertname}}", "textFormat": "{{severity}}", "tagKeys": "severity",
+    "useValueForTime": False,
+}
+
+
 def dashboard() -> dict[str, Any]:
     return {
         "uid": "browserd", "title": "browserd", "tags": ["browserd"], "editable": True,
         "schemaVersion": 39, "version": 1, "refresh": "30s", "timezone": "browser", "graphTooltip": 1,
         "time": {"from": "now-6h", "to": "now"},
-        "annotations": {"list": []},
+        "annotations": {"list": [ALERT_ANNOTATIONS]},
         "templating": {"list": [
             {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus",
              "hide": 0, "current": {"text": "Prometheus", "value": "prometheus"}},
+            WORKER_VARIABLE,
             textbox("price_input", "USD per 1M input tokens", "0.15"),
             textbox("price_output", "USD per 1M output tokens", "0.60"),
         ]},

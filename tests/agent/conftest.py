@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
+from cdp import BrowserPool
 from config import Settings, load_settings
+from tests.conftest import FIXTURES, egress_config
 from tests.support.llm_server import LLMServer
+from tests.support.servers import RecordingServer, StaticServer, serve
 
-SITE = Path(__file__).resolve().parents[1] / "fixtures" / "site"
+
+@pytest_asyncio.fixture(scope="session")
+async def pool() -> AsyncIterator[BrowserPool]:
+    """Jobs run only on leases with an egress gate, as in a worker: one browser, contexts proxied."""
+    async with BrowserPool(egress_config()) as p:
+        yield p
 
 
 @pytest.fixture
@@ -27,37 +34,19 @@ def settings(llm: LLMServer) -> Settings:
     return load_settings(llm_base_url=llm.base_url, openai_api_key="test-key", max_steps=12, job_timeout=120)
 
 
-class RecordingServer:
-    """Serves the fixture site on ``localhost`` and records every path asked for."""
-
-    def __init__(self) -> None:
-        self.paths: list[str] = []
-        recorder = self
-
-        class Handler(SimpleHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                recorder.paths.append(self.path)
-                super().do_GET()
-
-        handler = functools.partial(Handler, directory=str(SITE))
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def url(self, path: str) -> str:
-        return f"http://localhost:{self.port}/{path.lstrip('/')}"
+@pytest.fixture
+def denied_site() -> Iterator[RecordingServer]:
+    with RecordingServer() as server:
+        yield server
 
 
 @pytest.fixture
-def denied_site() -> Iterator[RecordingServer]:
-    server = RecordingServer()
-    server._thread.start()
-    try:
+def download_site(tmp_path: Path) -> Iterator[StaticServer]:
+    """hostile/downloads.html with its two files: report.csv (24 bytes) and big.bin (1.5 MB)."""
+    root = tmp_path / "site"
+    root.mkdir()
+    shutil.copy(FIXTURES / "site" / "hostile" / "downloads.html", root)
+    (root / "small.csv").write_text("name,price\nkettle,39.90\n")
+    (root / "big.bin").write_bytes(b"x" * 1_500_000)
+    with serve(root) as server:
         yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()

@@ -370,11 +370,56 @@ def navigator_said_done(request: dict[str, Any]) -> bool:
     return bool(calls) and '"done"' in calls[-1]["function"]["arguments"]
 
 
+MEMORY = "ProceduralMemory"
+
+
+def summary() -> Reply:
+    """The procedural-memory summary of a long episode (the steps are in the state; nothing to keep)."""
+    return Reply.tool({"summary": "Working on the MiniWoB task on its page."})
+
+
 def oracle(request: dict[str, Any]) -> Reply:
     """The responder: plans for the planner, actions (or done) for the navigator."""
+    if offered_tool(request) == MEMORY:
+        return summary()
     if offered_tool(request) == "PlannerOutput":
         done = navigator_said_done(request)
         return plan(done=done, final_answer="solved" if done else "")
     items = parse_state(last_state(request))
     actions = [] if episode_over(items) else solve(task_of(request), items)
     return act(*actions) if actions else act({"done": {"text": "solved", "success": True}})
+
+
+DONE: Action = {"done": {"text": "solved", "success": True}}
+
+
+class HorizonOracle:
+    """The oracle as the rolling-horizon planner: the same solutions, ``horizon`` actions at a time.
+
+    It re-solves from the state it is shown unless it is asked again only because the last plan's
+    actions have all run (then it goes on with the rest of its solution), just as the navigator
+    oracle re-solves whenever a sequence is cut short.
+    """
+
+    def __init__(self, horizon: int = 3) -> None:
+        self.horizon = horizon
+        self.rest: list[Action] = []
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if offered_tool(request) == MEMORY:
+            return summary()
+        state = last_state(request)
+        items = parse_state(state)
+        why = re.search(r"Replanning: (.*)", state)
+        reason = why.group(1) if why else ""
+        if episode_over(items) or "done was used" in reason:
+            return horizon_plan([], done=True)
+        if not (self.rest and "have all run" in reason):
+            self.rest = solve(task_of(request), items) + [DONE]
+        steps, self.rest = self.rest[:self.horizon], self.rest[self.horizon:]
+        return horizon_plan(steps)
+
+
+def horizon_plan(steps: list[Action], done: bool = False) -> Reply:
+    return Reply.tool({"observation": "scripted", "done": done, "final_answer": "solved" if done else "",
+                       "outcome": "complete", "steps": steps})

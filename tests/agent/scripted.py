@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.llm_server import Reply
+from workers.agent import run_job
+from workers.jobs.models import JobResult, JobSpec
 
 NAVIGATOR = "AgentOutput"
 PLANNER = "PlannerOutput"
@@ -17,12 +19,17 @@ def act(*actions: dict[str, Any], goal: str = "next", delay: float = 0.0) -> Rep
     return Reply.tool({"current_state": state, "action": list(actions)}, delay=delay)
 
 
-def plan(done: bool = False, final_answer: str = "", next_steps: str = "continue") -> Reply:
-    return Reply.tool({
+def plan(done: bool = False, final_answer: str = "", next_steps: str = "continue", *, outcome: str | None = None,
+         web_task: bool = True) -> Reply:
+    """A planner answer; ``outcome`` is left out unless given (older answers have no such field)."""
+    args: dict[str, Any] = {
         "observation": "looked at the page", "challenges": "", "done": done,
         "next_steps": "" if done else next_steps, "final_answer": final_answer,
-        "reasoning": "scripted", "web_task": True,
-    })
+        "reasoning": "scripted", "web_task": web_task,
+    }
+    if outcome is not None:
+        args["outcome"] = outcome
+    return Reply.tool(args)
 
 
 def last_state(request: dict[str, Any]) -> str:
@@ -40,3 +47,23 @@ def task_of(request: dict[str, Any]) -> str:
             text = str(message["content"])
             return text.split('"""')[1] if '"""' in text else text
     return ""
+
+
+async def run(pool, settings, **spec: Any) -> tuple[JobResult, str, str]:
+    """Run one job on a fresh lease; the result, the page's text and URL at the end.
+
+    ``_cancel`` is the job's is_cancelled callback, ``_on_event`` its event listener.
+    """
+    steps = []
+
+    async def on_step(step):
+        steps.append(step)
+
+    cancel, on_event = spec.pop("_cancel", None), spec.pop("_on_event", None)
+    async with pool.lease() as lease:
+        result = await run_job(JobSpec(**spec), lease, settings=settings, on_step=on_step, is_cancelled=cancel,
+                               on_event=on_event)
+        page_text = await lease.page.evaluate("document.body.innerText")
+        url = await lease.page.url()
+    assert [s.step for s in steps] == [s.step for s in result.steps]
+    return result, page_text, url

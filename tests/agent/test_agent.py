@@ -6,25 +6,9 @@ import threading
 import time
 from urllib.parse import quote
 
-from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, last_state, plan
+from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, last_state, plan, run
 from tests.support.llm_server import Reply
-from workers.agent import run_job
-from workers.models import FailureCategory, JobSpec, JobStatus
-
-
-async def run(pool, settings, **spec):
-    steps = []
-
-    async def on_step(step):
-        steps.append(step)
-
-    cancel = spec.pop("_cancel", None)
-    async with pool.lease() as lease:
-        result = await run_job(JobSpec(**spec), lease, settings=settings, on_step=on_step, is_cancelled=cancel)
-        page_text = await lease.page.evaluate("document.body.innerText")
-        url = await lease.page.url()
-    assert [s.step for s in steps] == [s.step for s in result.steps]
-    return result, page_text, url
+from workers.jobs.models import FailureCategory, JobStatus
 
 
 async def test_multi_page_form(pool, site, llm, settings):

@@ -7,7 +7,7 @@ from urllib.parse import quote
 import pytest
 
 from workers.agent import UrlPolicy, run_job
-from workers.models import FailureCategory, JobSpec, JobStatus
+from workers.jobs.models import FailureCategory, JobSpec, JobStatus
 
 
 @pytest.mark.parametrize("url, reason", [

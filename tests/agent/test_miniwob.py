@@ -16,10 +16,10 @@ import pytest
 
 import dom
 
-from tests.agent.miniwob_oracle import oracle
+from tests.agent.miniwob_oracle import HorizonOracle, oracle
 from tests.support.servers import StaticServer, serve
 from workers.agent import run_job
-from workers.models import JobSpec, JobStatus
+from workers.jobs.models import JobSpec, JobStatus
 
 _spec = importlib.util.find_spec("miniwob")
 HTML = Path(_spec.origin).parent / "html" if _spec and _spec.origin else None
@@ -64,6 +64,19 @@ async def test_oracle_model_solves(task, pool, miniwob, llm, settings):
         got = await reward(lease)
     assert result.status == JobStatus.succeeded, result.error
     assert got > 0, f"{task}: {utterance!r} got reward {got}; steps: {[s.actions for s in result.steps]}"
+
+
+@pytest.mark.parametrize("task", ORACLE_TASKS)
+async def test_oracle_model_solves_with_a_rolling_horizon(task, pool, miniwob, llm, settings):
+    llm.responder = HorizonOracle(horizon=3)
+    async with pool.lease() as lease:
+        utterance = await start_episode(lease, miniwob, task)
+        spec = JobSpec(task=utterance, options={"max_steps": 30, "strategy": "rolling_horizon", "horizon": 3})
+        result = await run_job(spec, lease, settings=settings)
+        got = await reward(lease)
+    assert result.status == JobStatus.succeeded, result.error
+    assert got > 0, f"{task}: {utterance!r} got reward {got}; steps: {[s.actions for s in result.steps]}"
+    assert {r["tool_choice"]["function"]["name"] for r in llm.requests} <= {"HorizonPlan", "ProceduralMemory"}
 
 
 async def test_script_mode_solves_a_task(pool, miniwob):

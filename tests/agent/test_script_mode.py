@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workers.agent import run_job, validate_script
-from workers.models import FailureCategory, JobSpec, JobStatus
+from workers.agent import run_job
+from workers.jobs.actions import validate_script
+from workers.jobs.models import FailureCategory, JobSpec, JobStatus
 
 
 async def test_script_reads_fields_and_finishes(pool, site):
@@ -92,14 +93,15 @@ async def test_a_browser_that_dies_mid_job_fails_it_as_browser_crash(site):
     import asyncio
     import os
 
-    from cdp import BrowserPool, PoolConfig
+    from cdp import BrowserPool
+    from tests.conftest import egress_config
 
     spec = JobSpec(script=[
         {"go_to_url": {"url": site.url("agent/catalog.html")}},
         {"wait": {"seconds": 10}},
         {"done": {"text": "never"}},
     ])
-    async with BrowserPool(PoolConfig(browsers=1, warm=0)) as own_pool:
+    async with BrowserPool(egress_config(warm=0)) as own_pool:
         async with own_pool.lease() as lease:
             job = asyncio.ensure_future(run_job(spec, lease))
             await asyncio.sleep(1.5)

@@ -15,6 +15,7 @@ from tests.queue.stack import Proc, Stack, wait_until
 from tests.support.llm_server import LLMServer, Reply
 
 WEBHOOK_SECRET = "test-webhook-secret"
+SECRETS_KEY = "Z3JlYXQtdGVzdC1rZXktb2YtMzItYnl0ZXMtZXhhY3Q="  # 32 bytes, url-safe base64: a Fernet key
 
 
 def finish_at_once(request: dict) -> Reply:
@@ -36,7 +37,9 @@ def llm() -> Iterator[LLMServer]:
 
 @pytest.fixture(scope="session")
 def ops(llm: LLMServer) -> Iterator[Stack]:
-    s = Stack(metrics_port=0, webhook_secret=WEBHOOK_SECRET, log_level="INFO",
+    # the receivers run on 127.0.0.1: the tests open that one address to webhooks, as an operator would
+    s = Stack(metrics_port=0, webhook_secret=WEBHOOK_SECRET, webhook_allowed_networks="127.0.0.1/32", log_level="INFO",
+              secrets_key=SECRETS_KEY,
               llm_base_url=llm.base_url, openai_api_key="sk-test")
     try:
         s.start_api()

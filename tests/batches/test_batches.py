@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from daemon.metrics import queue_keys
-from tests.batches.helpers import batch, quick_script, results, submit_batch, wait_completed
+from tests.batches.helpers import (
+    batch,
+    quick_script,
+    results,
+    submit_batch,
+    wait_completed,
+)
 from tests.queue.stack import Stack
 from tests.support.servers import StaticServer
+from workers.jobs.metrics import queue_keys
 
 COUNTERS = ("queued", "running", "retrying", "succeeded", "failed", "cancelled")
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path

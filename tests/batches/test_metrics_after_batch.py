@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from tests.batches.helpers import quick_script, submit_batch, wait_completed, worker_metrics_url
+from tests.batches.helpers import (
+    quick_script,
+    submit_batch,
+    wait_completed,
+    worker_metrics_url,
+)
 from tests.ops.exposition import names, scrape, value
 from tests.ops.test_metrics import REQUIRED
 from tests.queue.stack import Stack
@@ -47,8 +52,8 @@ def test_metrics_after_a_batch(ops: Stack, site: StaticServer) -> None:
 
     assert value(daemon, "browserd_redis_up") == 1
     assert value(daemon, "browserd_workers_up") == 1
-    assert value(daemon, "browserd_jobs", state="succeeded") >= 13
-    assert value(daemon, "browserd_jobs", state="running") == 0
+    assert value(daemon, "browserd_jobs_in_state", state="succeeded") >= 13
+    assert value(daemon, "browserd_jobs_in_state", state="running") == 0
     assert all(value(daemon, "browserd_queue_depth", queue=q) == 0 for q in ("high", "normal", "low"))
 
 

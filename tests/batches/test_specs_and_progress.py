@@ -8,9 +8,10 @@ import json
 import pytest
 
 from config import Settings
-from daemon.batch_specs import merged, parse_body, validate_jobs
-from daemon.errors import ApiError
-from daemon.progress import ProgressBar, describe
+from daemon.api.errors import from_spec_error
+from daemon.cli.progress import ProgressBar, describe
+from workers.jobs import SpecError
+from workers.jobs.specs import merged, parse_body, validate_jobs
 
 
 def test_every_body_form_gives_the_same_jobs() -> None:
@@ -21,7 +22,9 @@ def test_every_body_form_gives_the_same_jobs() -> None:
                            + json.dumps(spec) + "\n\n").encode())
     assert as_object == as_jsonl
     assert parse_body(json.dumps([spec]).encode()).jobs == [spec]
-    jobs = validate_jobs(as_jsonl, Settings())
+    jobs = validate_jobs(as_jsonl, Settings(webhook_allowed_networks="127.0.0.1/32"))  # a loopback receiver, opened
+    with pytest.raises(SpecError, match="loopback"):
+        validate_jobs(as_jsonl, Settings())
     assert jobs[0].timeout == 30 and jobs[0].labels == {"team": "x", "a": "1"}
 
 
@@ -39,9 +42,10 @@ def test_item_wins_over_defaults_key_by_key() -> None:
     (b"[" * 100_000, "body"),
 ])
 def test_unusable_bodies_are_refused_by_field(body: bytes, field: str) -> None:
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(SpecError) as caught:
         parse_body(body)
-    assert caught.value.status == 422 and caught.value.fields and caught.value.fields[0].field == field
+    refused = from_spec_error(caught.value)  # what the API answers
+    assert refused.status == 422 and refused.fields and refused.fields[0].field == field
 
 
 def test_progress_plain_lines_when_not_a_terminal() -> None:

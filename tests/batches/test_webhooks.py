@@ -1,4 +1,5 @@
-"""Webhooks: delivered after a failed attempt (Celery retry with backoff), and signed."""
+"""Webhooks: delivered after a failed attempt (Celery retry with backoff), signed (Standard Webhooks),
+never to a private address the operator did not open, and never redirected."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.batches.conftest import WEBHOOK_SECRET
 from tests.batches.helpers import quick_script, submit_batch, wait_completed
 from tests.queue.stack import Stack, wait_until
 from tests.support.servers import StaticServer
-from workers.webhooks import EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from workers.webhooks import EVENT_HEADER, ID_HEADER, SIGNATURE_HEADER, verify
 
 
 class Receiver:
@@ -75,9 +76,12 @@ def test_job_and_batch_webhooks_are_retried_and_signed(ops: Stack, site: StaticS
     assert len(job_posts) == 2  # one failed attempt (503), one delivery; only the first job had a webhook
     for post in job_posts + receiver.delivered("batch.finished"):
         headers, body = post["headers"], post["body"]
-        assert headers[SIGNATURE_HEADER].startswith("sha256=")
-        assert verify(WEBHOOK_SECRET, headers[TIMESTAMP_HEADER], body, headers[SIGNATURE_HEADER])
-        assert not verify("another-secret", headers[TIMESTAMP_HEADER], body, headers[SIGNATURE_HEADER])
+        assert headers[SIGNATURE_HEADER].startswith("v1,")
+        assert verify(WEBHOOK_SECRET, headers, body)
+        assert not verify("another-secret", headers, body)
+        assert json.loads(body)["delivery_id"] == headers[ID_HEADER]
+    # a retry is the same delivery: receivers dedupe on its id
+    assert job_posts[0]["headers"][ID_HEADER] == job_posts[1]["headers"][ID_HEADER]
     job = json.loads(job_posts[-1]["body"])
     assert job["event"] == "job.finished"
     assert job["job"]["status"] == "succeeded" and job["job"]["final_answer"] == "item 1"
@@ -85,3 +89,59 @@ def test_job_and_batch_webhooks_are_retried_and_signed(ops: Stack, site: StaticS
     done = json.loads(receiver.delivered("batch.finished")[-1]["body"])
     assert done["batch"]["id"] == record["id"] and done["batch"]["counts"]["succeeded"] == 2
     assert done["batch"]["state"] == "completed"
+
+
+class Redirector:
+    """Answers every POST with 302 to its own /internal; records every request (method, path)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+        redirector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _any(self) -> None:
+                redirector.seen.append((self.command, self.path))
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(302 if self.path == "/hook" else 200)
+                self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/internal")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = _any  # noqa: N815
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
+
+
+def test_a_redirect_is_a_failed_delivery_not_a_get_elsewhere(ops: Stack, site: StaticServer) -> None:
+    redirector = Redirector()
+    thread = threading.Thread(target=redirector.httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        job = ops.submit({"script": quick_script(site.url("/cdp/basic.html"), 1), "webhook_url": redirector.url})
+        ops.wait_state(job["id"], {"succeeded"}, timeout=120)
+        wait_until(lambda: redirector.seen, 60, "the webhook POST")
+        wait_until(lambda: "answered a redirect (HTTP 302)" in "".join(w.log(200_000) for w in ops.workers), 30,
+                   "the worker to log the refused redirect")
+        assert redirector.seen == [("POST", "/hook")]  # no GET /internal, and no retry
+    finally:
+        redirector.httpd.shutdown()
+        redirector.httpd.server_close()
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.2:9/hook", "http://[::1]:9/hook",
+    "http://10.0.0.1/hook", "http://169.254.169.254/latest/meta-data/", "http://100.64.0.1/", "http://0.0.0.0:9/",
+    "http://[::ffff:127.0.0.2]:9/", "http://[fd00::1]/",
+])
+def test_private_receivers_are_refused_at_submission(ops: Stack, url: str) -> None:
+    """Judged on the literal address, so nothing is ever sent (127.0.0.1/32 alone is open here, so
+    localhost names are tried in test_webhook_rules)."""
+    status, err = ops.call("POST", "/v1/jobs", {"script": [{"done": {"text": "x"}}], "webhook_url": url})
+    assert status == 422 and [f["field"] for f in err["fields"]] == ["webhook_url"], err
+    assert "BROWSERD_WEBHOOK_ALLOWED_NETWORKS" in err["message"]
+    status, err = ops.call("POST", "/v1/batches", {"jobs": [{"script": [{"done": {"text": "x"}}]}], "webhook_url": url})
+    assert status == 422 and [f["field"] for f in err["fields"]] == ["webhook_url"], err

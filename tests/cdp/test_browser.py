@@ -25,6 +25,7 @@ from cdp import (
 )
 from cdp.launcher import merge_feature_switches
 from tests.support.procs import chrome_pids
+from tests.support.sockets import listening_pids
 
 
 async def test_launch_and_close_leaves_no_process_behind(site):
@@ -137,7 +138,7 @@ async def test_very_large_reply(pool):
 
 
 async def test_attach_to_a_running_browser_by_http_endpoint():
-    owner = await Browser.launch()
+    owner = await Browser.launch(debugging="port")
     try:
         pool = BrowserPool(PoolConfig(cdp_urls=[f"http://127.0.0.1:{owner.process.port}"], warm=1))
         async with pool:
@@ -236,3 +237,16 @@ async def test_each_context_costs_one_renderer(site):
 def test_feature_switches_are_merged_so_ours_survive_the_users():
     args = merge_feature_switches(["--a", "--disable-features=X,Y", "--b=1", "--disable-features=Y,Z", "--enable-features=E"])
     assert args == ["--a", "--disable-features=X,Y,Z", "--b=1", "--enable-features=E"]
+
+
+async def test_a_launched_browser_opens_no_devtools_port():
+    """Pages must not reach the debugger: the browser speaks over a pipe and listens on nothing."""
+    browser = await Browser.launch()
+    try:
+        context = await browser.new_context()
+        page = await browser.new_page(context)
+        assert await page.evaluate("1 + 1") == 2
+        assert not (browser.process.user_data_dir / "DevToolsActivePort").exists()
+        assert listening_pids(process_tree(browser.pid)) == set(), "no chrome process listens on a TCP port"
+    finally:
+        await browser.close()

@@ -16,7 +16,7 @@ import pytest_asyncio
 
 import cdp
 from cdp import BrowserPool, PoolConfig
-from daemon.commands.inspect import render
+from daemon.cli.commands.inspect import render
 from tests.conftest import SHARED_PAGES
 from tests.support.servers import StaticServer, serve
 
@@ -54,6 +54,21 @@ def test_inspect_text_and_json(site):
     first = data["elements"][0]
     assert {"index", "tag", "attributes", "text", "box", "frame_id", "backend_node_id"} <= set(first)
     assert not left_running()  # the command closed its browser
+
+
+def test_inspect_prints_a_page_holding_half_an_emoji(site):
+    """A script cut a string inside an emoji: the lone surrogate left in the DOM made the command
+    fail when it printed (UTF-8 cannot encode it); it now shows as U+FFFD, in both formats."""
+    out = browserd(site.url("/dom/cut_emoji.html"), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    texts = {el["attributes"].get("id"): (el["text"], el["value"]) for el in data["elements"]}
+    assert texts["deal"] == ("Deals of the day \ufffd…", None) and texts["q"] == ("", "\ufffd")
+    assert data["title"] == "Deals of the day \ufffd"
+    out = browserd(site.url("/dom/cut_emoji.html"))
+    assert out.returncode == 0, out.stderr
+    assert "Deals of the day \ufffd" in out.stdout
+    assert not left_running()
 
 
 def test_inspect_fails_cleanly_and_closes_chrome():

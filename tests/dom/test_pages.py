@@ -120,7 +120,8 @@ async def test_page_text_cannot_escape_the_untrusted_wrapper(page, site):
     assert len(opening) == 1 and closing == opening
     tag = opening[0]
     inside = prompt.split(f"<{tag}>\n", 1)[1].split(f"\n</{tag}>", 1)[0]
-    assert "Ignore previous instructions" in inside
+    # the override phrase stays visible as an attempt, not as the order itself (dom.guard)
+    assert "Ignore previous instructions" not in inside and "[flagged: text trying to change the task]" in inside
     assert inside.count("‹/untrusted_content›") == 2  # in the text and in the button's aria-label
     # no tag of any kind survives inside: not the fake closing tag, not a fake user request
     page_part = re.sub(r"^\t*\*?\[\d+\]<[a-z0-9-]+", "", inside, flags=re.M)

@@ -6,12 +6,14 @@ checked without one.)"""
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
 import shutil
 import subprocess
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,8 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from daemon import metrics
+from tests.ops.test_alerts import tool
 from tests.support.redis_server import free_port
+from workers.jobs import metrics
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
@@ -40,8 +43,9 @@ def compose() -> dict[str, Any]:
     """The compose file as Compose resolves it when ``docker-compose`` is installed, else parsed here."""
     if shutil.which("docker-compose") is None:
         return load_yaml(COMPOSE)
+    required = {"BROWSERD_API_TOKEN": "t", "GRAFANA_ADMIN_PASSWORD": "p"}  # compose refuses to run without them
     done = subprocess.run(["docker-compose", "-f", str(COMPOSE), "config"], capture_output=True, text=True,
-                          cwd=DOCKER, timeout=120)
+                          cwd=DOCKER, timeout=120, env={**os.environ, **required})
     assert done.returncode == 0, done.stderr
     return yaml.safe_load(done.stdout)
 
@@ -65,7 +69,8 @@ def mounts(service: dict[str, Any]) -> dict[str, str]:
 
 def test_compose_runs_the_stack(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"redis", "api", "worker", "beat", "prometheus", "grafana"}
+    assert set(services) == {"redis", "api", "worker", "beat", "prometheus", "alertmanager", "alert-receiver",
+                             "redis-exporter", "grafana"}
     for name, sub in BROWSERD_SERVICES.items():
         service = services[name]
         assert command(service) == ["browserd", sub]
@@ -94,6 +99,13 @@ def test_redis_keeps_every_job(compose: dict[str, Any]) -> None:
 def test_prometheus_and_grafana_get_their_config(compose: dict[str, Any]) -> None:
     prometheus, grafana = (mounts(compose["services"][n]) for n in ("prometheus", "grafana"))
     assert Path(prometheus["/etc/prometheus"]) == DOCKER / "prometheus"
+    alertmanager = compose["services"]["alertmanager"]
+    assert Path(mounts(alertmanager)["/etc/alertmanager"]) == DOCKER / "alertmanager"
+    assert "--config.file=/etc/alertmanager/alertmanager.yml" in command(alertmanager)
+    receiver = compose["services"]["alert-receiver"]
+    assert Path(mounts(receiver)["/opt/alert_receiver.py"]) == DOCKER / "alert_receiver.py"
+    url = load_yaml(DOCKER / "alertmanager/alertmanager.yml")["receivers"][0]["webhook_configs"][0]["url"]
+    assert url.startswith(f"http://alert-receiver:{command(receiver)[-1]}/")
     assert Path(grafana["/etc/grafana/provisioning"]) == DOCKER / "grafana" / "provisioning"
     dashboards = Path(grafana["/etc/grafana/dashboards"])
     provider = load_yaml(DOCKER / "grafana/provisioning/dashboards/browserd.yml")["providers"][0]
@@ -130,7 +142,7 @@ def assert_known_metrics(exprs: list[str]) -> None:
     used = {name for expr in exprs for name in METRIC.findall(expr)}
     assert used, "no browserd metric queried"
     unknown = used - metrics.metric_names()
-    assert not unknown, f"not defined in daemon/metrics.py: {sorted(unknown)}"
+    assert not unknown, f"not defined in workers/jobs/metrics.py: {sorted(unknown)}"
     assert all(balanced(e) for e in exprs), [e for e in exprs if not balanced(e)]
 
 
@@ -183,8 +195,28 @@ def test_dashboard_is_valid_grafana_json(dashboard: dict[str, Any]) -> None:
 def test_dashboard_covers_what_operators_watch(dashboard: dict[str, Any]) -> None:
     titles = " | ".join(p["title"].lower() for p in dashboard["panels"])
     for topic in ("throughput", "success rate", "by category", "queue depth", "step time", "tokens", "cost",
-                  "pool health", "crashes"):
+                  "pool health", "crashes", "live workers", "webhook backlog", "webhook attempts", "api errors",
+                  "api latency", "worker cpu", "worker memory", "chrome memory per worker", "redis memory",
+                  "batches and schedule runs"):
         assert topic in titles, topic
+
+
+def test_dashboard_filters_by_worker_and_marks_alerts(dashboard: dict[str, Any]) -> None:
+    (worker,) = [v for v in dashboard["templating"]["list"] if v["name"] == "worker"]
+    assert worker["type"] == "query" and worker["includeAll"] and worker["multi"]
+    assert 'job="browserd-worker"' in worker["definition"]  # the scrape job prometheus.yml gives workers
+    by_title = {p["title"]: p for p in dashboard["panels"]}
+    for title in ("Worker CPU (cores)", "Worker memory (RSS)", "Chrome memory per worker (PSS)"):
+        assert all('instance=~"$worker"' in t["expr"] for t in by_title[title]["targets"]), title
+    (alerts,) = dashboard["annotations"]["list"]
+    assert alerts["enable"] and "ALERTS{" in alerts["expr"] and 'alertstate="firing"' in alerts["expr"]
+
+
+def test_prometheus_scrapes_redis_through_the_exporter(compose: dict[str, Any]) -> None:
+    config = load_yaml(DOCKER / "prometheus/prometheus.yml")
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert jobs["redis"]["static_configs"][0]["targets"] == ["redis-exporter:9121"]
+    assert compose["services"]["redis-exporter"]["environment"]["REDIS_ADDR"] == "redis://redis:6379"
 
 
 def test_image_is_set_up_with_the_readmes_commands() -> None:
@@ -207,10 +239,87 @@ def test_image_is_set_up_with_the_readmes_commands() -> None:
     assert ".venv" in ignored and ".git" in ignored
 
 
+def dockerfile_instructions() -> list[list[str]]:
+    text = (DOCKER / "Dockerfile").read_text()
+    return [line.split(None, 1) for line in re.sub(r"\\\n", " ", text).splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_dockerfile_builds_with_buildkit_and_the_classic_builder() -> None:
+    """Nothing only BuildKit understands, and no reliance on docker/Dockerfile.dockerignore (BuildKit only)."""
+    text = (DOCKER / "Dockerfile").read_text()
+    assert not re.search(r"^#\s*syntax=", text, re.M | re.I)  # no frontend to fetch
+    instructions = dockerfile_instructions()
+    for op, args in instructions:
+        assert not re.search(r"--(chmod|mount|link|parents|exclude)\b", args), (op, args)
+        assert "<<" not in args, "heredocs need BuildKit"
+    copies = [args.split() for op, args in instructions if op == "COPY"]
+    sources = [src for args in copies if not args[0].startswith("--from") for src in args[:-1]]
+    # never the whole context: the classic builder sends .git and .venv along
+    assert all(src not in {".", "./"} and not src.startswith((".venv", ".git/")) for src in sources), sources
+    assert all((REPO / src).exists() for src in sources), sources
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    packages = {p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]} - {"bench"}
+    assert packages <= set(sources), packages - set(sources)
+
+
+def test_image_is_the_runtime_only() -> None:
+    runs = [args for op, args in dockerfile_instructions() if op == "RUN"]
+    (setup,) = [args for args in runs if ".ci/setup" in args]
+    assert setup.startswith("bash .ci/setup --runtime")
+
+
+def run_setup(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
+    """.ci/setup in a scratch copy with apt-get, sudo and the venv's python stubbed: (apt-get calls, pip calls).
+
+    PATH holds only the basics, so every OS package the mode wants is reported missing.
+    """
+    repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "calls"
+    (repo / ".ci").mkdir(parents=True)
+    shutil.copy(REPO / ".ci/setup", repo / ".ci/setup")
+    (repo / ".venv/bin").mkdir(parents=True)
+    bin_dir.mkdir()
+    stubs = {
+        repo / ".venv/bin/python": f'echo "pip $*" >> {log}; [ "$3" != show ]',  # `pip show`: not installed
+        repo / ".venv/bin/browserd": "true",
+        bin_dir / "apt-get": f'echo "apt-get $*" >> {log}',
+        bin_dir / "sudo": 'exec "$@"',
+    }
+    for path, body in stubs.items():
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+    for tool_name in ("bash", "python3", "id", "mktemp", "cat", "rm", "dirname"):
+        (bin_dir / tool_name).symlink_to(shutil.which(tool_name, path="/usr/bin:/bin") or tool_name)  # not the venv's
+    env = {"PATH": str(bin_dir), "BROWSERD_CHROME_PATH": "/usr/bin/chromium", "HOME": str(tmp_path)}
+    done = subprocess.run([str(bin_dir / "bash"), ".ci/setup", *args], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines() if log.exists() else []
+    return [c for c in calls if c.startswith("apt-get install")], [c for c in calls if c.startswith("pip -m pip install")]
+
+
+def test_runtime_setup_installs_no_dev_tools(tmp_path: Path) -> None:
+    apt, pip = run_setup(tmp_path / "runtime", "--runtime")
+    assert apt == []  # no redis-server, no Prometheus tools
+    assert len(pip) == 1 and pip[0].endswith(" .")  # browserd itself: no [dev] extras, no miniwob
+
+    apt, pip = run_setup(tmp_path / "dev")
+    assert {"redis-server", "prometheus", "prometheus-alertmanager", "prometheus-redis-exporter"} <= set(apt[0].split())
+    assert any(c.endswith("-e .[dev]") for c in pip) and any("miniwob" in c for c in pip)
+
+
+POOL_READY = 'browserd_pool_browsers{state="draining"} 1.0\nbrowserd_pool_browsers{state="ready"} %s\n'
+
+
 class _Status(BaseHTTPRequestHandler):
+    ready = "1.0"  # what the fake worker's pool reports
+
     def do_GET(self) -> None:  # noqa: N802
+        body = (POOL_READY % self.ready).encode() if self.path == "/metrics" else b'{"status":"ok"}'
         self.send_response(200 if self.path in ("/healthz", "/metrics") else 500)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self.wfile.write(body)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -218,6 +327,7 @@ class _Status(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def status_server() -> Iterator[int]:
+    _Status.ready = "1.0"
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Status)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -226,19 +336,31 @@ def status_server() -> Iterator[int]:
     server.server_close()
 
 
+def healthcheck(role: str, variable: str, port: int, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", variable: str(port)}
+    return subprocess.run([sys.executable, str(DOCKER / "healthcheck.py"), *args], env=env, capture_output=True,
+                          text=True, timeout=30)
+
+
 @pytest.mark.parametrize("role, variable", [("api", "BROWSERD_API_PORT"), ("worker", "BROWSERD_METRICS_PORT")])
 def test_healthcheck(status_server: int, role: str, variable: str) -> None:
     def check(port: int, *args: str) -> int:
-        env = {"PATH": "/usr/bin:/bin", variable: str(port)}
-        return subprocess.run([sys.executable, str(DOCKER / "healthcheck.py"), *args], env=env,
-                              capture_output=True, timeout=30).returncode
+        return healthcheck(role, variable, port, *args).returncode
 
     assert check(status_server, role) == 0
     assert check(free_port(), role) == 1  # nothing listening
     assert check(status_server, f"http://127.0.0.1:{status_server}/broken") == 1
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) not installed")
+def test_worker_healthcheck_wants_a_ready_browser(status_server: int) -> None:
+    """A worker process that answers but has no ready browser (Chrome will not start) is unhealthy."""
+    _Status.ready = "0.0"
+    done = healthcheck("worker", "BROWSERD_METRICS_PORT", status_server, "worker")
+    assert done.returncode == 1 and "no ready browser" in done.stderr
+    _Status.ready = "2.0"
+    assert healthcheck("worker", "BROWSERD_METRICS_PORT", status_server, "worker").returncode == 0
+
+
 def test_promql_parses_with_promtool(dashboard: dict[str, Any], tmp_path: Path) -> None:
     """Prometheus's own parser on the alert rules and on every dashboard query (as recording rules)."""
     grafana_vars = {"$__rate_interval": "5m", "$__range": "1h", "$price_input": "0.15", "$price_output": "0.6"}
@@ -249,5 +371,6 @@ def test_promql_parses_with_promtool(dashboard: dict[str, Any], tmp_path: Path) 
                                                            for i, e in enumerate(exprs)]}]}
     (tmp_path / "dashboard.yml").write_text(yaml.safe_dump(recorded))
     for rules in (DOCKER / "prometheus/alerts.yml", tmp_path / "dashboard.yml"):
-        done = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([tool("promtool"), "check", "rules", str(rules)], capture_output=True, text=True,
+                              timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr

@@ -80,9 +80,9 @@ class Proc:
 class Stack:
     """redis-server + ``browserd serve`` + any number of ``browserd worker`` processes."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, *, aof: bool = False, **settings: Any) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="browserd-queue-test-"))
-        self.redis_server = RedisServer().start()
+        self.redis_server = RedisServer(aof=aof).start()
         self.api_port = free_port()
         self.url = f"http://127.0.0.1:{self.api_port}"
         self.env = {
@@ -94,6 +94,8 @@ class Stack:
             "BROWSERD_API_URL": self.url,
             "BROWSERD_POOL_WARM": "2",
             "BROWSERD_LOG_LEVEL": "INFO",
+            # the fixture site and scripted LLM are on 127.0.0.1, a private network jobs must open
+            "BROWSERD_ALLOWED_NETWORKS": os.environ.get("BROWSERD_ALLOWED_NETWORKS", "127.0.0.1/32"),
             **{f"BROWSERD_{k.upper()}": str(v) for k, v in settings.items()},
         }
         self.redis = redis.Redis.from_url(self.redis_server.url, decode_responses=True)
@@ -117,14 +119,29 @@ class Stack:
                 return resp.status == 200
         return False
 
-    def start_worker(self, concurrency: int = 4) -> Proc:
+    def start_worker(self, concurrency: int = 4, queues: str | None = None) -> Proc:
+        """A worker process; ``queues`` (e.g. ``high``) limits the job queues it consumes."""
         self._count += 1
         args = [sys.executable, "-m", "daemon", "worker", f"--concurrency={concurrency}",
-                f"--name=test{self._count}-%h"]
+                f"--name=test{self._count}-%h", *([f"--queues={queues}"] if queues else [])]
         worker = Proc(f"worker{self._count}", args, self.env, self.dir)
         self.workers.append(worker)
         wait_until(lambda: self._worker_up(worker), 90, f"{worker.name} to report ready ({worker.log_path})")
         return worker
+
+    def start_beat(self, max_interval: float = 1.0) -> Proc:
+        """``browserd beat`` (stopped with the workers): fires schedules and the reconciler."""
+        beat = Proc("beat", [sys.executable, "-m", "daemon", "beat", f"--max-interval={max_interval:g}"],
+                    self.env, self.dir)
+        self.workers.append(beat)
+
+        def started() -> bool:
+            if not beat.alive:
+                raise AssertionError(f"beat exited:\n{beat.log()}")
+            return "beat: Starting" in beat.log(100_000)
+
+        wait_until(started, 120, "beat to start")
+        return beat
 
     def _worker_up(self, worker: Proc) -> bool:
         if not worker.alive:
@@ -152,7 +169,7 @@ class Stack:
         """(status, parsed JSON body) of one request."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
+        if data is not None or method == "POST":  # the API takes no POST without a JSON content type
             req.add_header("Content-Type", "application/json")
         if token is not None:
             req.add_header("Authorization", f"Bearer {token}")
@@ -181,7 +198,13 @@ class Stack:
             job = self.job(job_id)
             return job if job["state"] in states else None
 
-        return wait_until(reached, timeout, f"job {job_id} to reach {sorted(states)}", interval=0.05)
+        try:
+            return wait_until(reached, timeout, f"job {job_id} to reach {sorted(states)}", interval=0.05)
+        except AssertionError as exc:  # say where the job stood and what its workers last logged
+            job = self.job(job_id)
+            where = {k: job.get(k) for k in ("state", "paused", "attempts", "worker", "progress", "error")}
+            logs = "\n".join(f"--- worker {i}:\n{w.log(3000)}" for i, w in enumerate(self.workers))
+            raise AssertionError(f"{exc}\njob: {where}\n{logs}") from None
 
     def events(self, job_id: str) -> list[tuple[str, dict[str, Any]]]:
         """All events so far (not following), as (type, data)."""
@@ -219,8 +242,8 @@ def running(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def stack(**settings: Any) -> Iterator[Stack]:
-    s = Stack(**settings)
+def stack(*, aof: bool = False, **settings: Any) -> Iterator[Stack]:
+    s = Stack(aof=aof, **settings)
     try:
         s.start_api()
         yield s

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +14,8 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
+from config import Settings
+from daemon.api import create_app
 from tests.queue.stack import TOKEN, Stack, script, stack
 from tests.support.servers import StaticServer
 
@@ -18,7 +24,9 @@ JOB_TIMEOUT = 20
 
 @pytest.fixture(scope="module")
 def deploy() -> Iterator[Stack]:
-    with stack(job_timeout=JOB_TIMEOUT, visibility_timeout=60) as s:
+    # The fuzzer opens interactive sessions too: each holds a worker slot while open, so one at a
+    # time and briefly, or the generated requests after it would wait for a free worker.
+    with stack(job_timeout=JOB_TIMEOUT, visibility_timeout=60, session_max_open=1, session_idle_timeout=5) as s:
         s.start_worker(2)
         yield s
 
@@ -29,6 +37,10 @@ ROUTES = [
     ("GET", "/v1/jobs/abc/events", None),
     ("POST", "/v1/jobs/abc/cancel", None),
     ("GET", "/v1/jobs", None),
+    ("GET", "/v1/profiles", None),
+    ("PUT", "/v1/profiles/acme", {"cookies": []}),
+    ("GET", "/v1/profiles/acme", None),
+    ("DELETE", "/v1/profiles/acme", None),
 ]
 
 
@@ -65,6 +77,13 @@ MALFORMED = [
     (b'{"task": "x", "timeout": 3600}', "timeout", "BROWSERD_VISIBILITY_TIMEOUT"),
     (b'{"task": "x", "allowed_domains": ["http://x.com/"]}', "allowed_domains", "not a domain name"),
     (b'[1, 2]', "body", "valid dictionary"),
+    (b'{"task": "x", "options": {"model_params": {"navigator": {"temperature": 3}}}}',
+     "options.model_params.navigator.temperature", "less than or equal to 2"),
+    (b'{"task": "x", "options": {"model_params": {"planner": {"reasoning_effort": "extreme"}}}}',
+     "options.model_params.planner.reasoning_effort", "'low', 'medium' or 'high'"),
+    (b'{"task": "x", "options": {"model_params": {"judge": {}}}}', "options.model_params.judge", "Extra inputs"),
+    (b'{"task": "x", "options": {"use_vision_for_planner": "sometimes"}}', "options.use_vision_for_planner",
+     "valid boolean"),
 ]
 
 
@@ -115,3 +134,76 @@ def test_fuzzing_from_the_openapi_schema_finds_no_5xx(deploy: Stack) -> None:
             case.validate_response(response, checks=[not_a_server_error])
 
         no_server_error()
+
+
+# --- CSRF: a page can POST cross-origin without a preflight only with a "simple" content type ---------
+
+def _post_routes() -> list[str]:
+    """Every POST route under /v1, read from the app itself so a new route is covered at once."""
+    schema = create_app(Settings(redis_url="redis://127.0.0.1:1/0")).openapi()
+    paths = [path for path, operations in schema["paths"].items() if "post" in operations and path.startswith("/v1/")]
+    assert len(paths) >= 8
+    return sorted(p.replace("{", "").replace("}", "") for p in paths)  # {job_id} -> job_id: any id will do
+
+
+SIMPLE_BODIES = [
+    ("text/plain", b'{"jobs": [{"task": "read http://127.0.0.1:8080/v1/jobs"}]}'),
+    ("text/plain;charset=UTF-8", b'{"task": "x"}'),
+    ("application/x-www-form-urlencoded", b"task=x"),
+    ("multipart/form-data; boundary=b", b'--b\r\nContent-Disposition: form-data; name="task"\r\n\r\nx\r\n--b--\r\n'),
+    (None, b'{"task": "x"}'),
+]
+
+
+@pytest.mark.parametrize("path", _post_routes())
+@pytest.mark.parametrize(("content_type", "raw"), SIMPLE_BODIES)
+def test_every_v1_post_refuses_bodies_a_web_page_could_send(deploy: Stack, path: str, content_type: str | None,
+                                                             raw: bytes) -> None:
+    before = deploy.redis.dbsize()
+    status, err = _post(deploy, path, raw, content_type)
+    assert status == 415, (path, content_type, err)
+    assert err["error"] == "unsupported_media_type" and "application/json" in err["message"]
+    assert deploy.redis.dbsize() == before  # nothing was written
+
+
+def test_a_bodyless_post_needs_the_json_content_type_too(deploy: Stack) -> None:
+    """A no-cors fetch() POST has no body and no content type: it must not cancel anything."""
+    job = deploy.submit({"script": [{"wait": {"seconds": 30}}], "timeout": JOB_TIMEOUT})
+    status, _ = _post(deploy, f"/v1/jobs/{job['id']}/cancel", b"", None)
+    assert status == 415
+    assert deploy.job(job["id"])["state"] in ("queued", "running")
+    status, _ = _post(deploy, f"/v1/jobs/{job['id']}/cancel", b"", "application/json")
+    assert status == 202
+
+
+def test_json_with_parameters_and_ndjson_are_accepted(deploy: Stack) -> None:
+    status, job = _post(deploy, "/v1/jobs", b'{"script": [{"done": {"text": "ok"}}]}', "Application/JSON; charset=utf-8")
+    assert status == 201, job
+    status, batch = _post(deploy, "/v1/batches", b'{"script": [{"done": {"text": "ok"}}]}\n', "application/x-ndjson")
+    assert status == 201, batch
+
+
+def test_no_cors_headers_unless_origins_are_configured(deploy: Stack) -> None:
+    request = urllib.request.Request(deploy.url + "/v1/jobs", method="OPTIONS", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type,authorization"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            headers = reply.headers
+    except urllib.error.HTTPError as exc:
+        headers = exc.headers
+    assert "access-control-allow-origin" not in {k.lower() for k in headers}
+
+
+def _post(deploy: Stack, path: str, raw: bytes, content_type: str | None) -> tuple[int, Any]:
+    """POST exactly these headers (urllib would add a form content type to a body without one)."""
+    connection = http.client.HTTPConnection("127.0.0.1", deploy.api_port, timeout=30)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Length": str(len(raw))}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    try:
+        connection.request("POST", path, body=raw, headers=headers)
+        reply = connection.getresponse()
+        return reply.status, json.loads(reply.read() or b"null")
+    finally:
+        connection.close()

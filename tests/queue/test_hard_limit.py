@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-import workers.agent
+import workers.delivery
 from config import Settings
-from daemon import JobStore, connect
 from tests.support.redis_server import RedisServer, redis_server
-from workers.models import JobSpec
+from workers.jobs import JobStore, connect
+from workers.jobs.models import JobSpec
 from workers.runtime import WorkerRuntime
 
 
@@ -35,32 +35,32 @@ class Stubborn:
         self.release = threading.Event()
         self.cancels = 0
 
-    async def __call__(self, spec: JobSpec, lease: Any, **_: Any) -> Any:
+    async def __call__(self, *_: Any, **__: Any) -> Any:
         while not self.release.is_set():
             try:
                 await asyncio.sleep(0.05)
             except asyncio.CancelledError:
                 self.cancels += 1  # the bug under test: the cancel is ignored
-        from workers.models import JobResult, JobStatus
+        from workers.jobs.models import JobResult, JobStatus
 
         return JobResult(status=JobStatus.succeeded, final_answer="too late")
 
 
 def test_a_run_that_ignores_its_time_limit_is_abandoned_at_the_hard_limit(redis: RedisServer, monkeypatch) -> None:
     stubborn = Stubborn()
-    monkeypatch.setattr(workers.agent, "run_job", stubborn)
+    monkeypatch.setattr(workers.delivery.JobSession, "run", stubborn)  # what a delivery calls for each run
     runtime = WorkerRuntime(Settings(redis_url=redis.url, pool_warm=0, metrics_port=0))
     runtime.start()
     try:
         store = JobStore(connect(redis.url), result_ttl=600)
         job_id, _ = runtime._call(store.create(JobSpec(task="never ends", start_url="http://127.0.0.1/", timeout=1),
                                                max_steps=5), 10)
-        outcome = runtime.run(job_id, hard=4.0)
-        assert outcome == "hard_limit"
+        delivered = runtime.run(job_id, hard=4.0)
+        assert delivered.outcome == "hard_limit" and delivered.status == "failed"
         job = runtime._call(store.get(job_id), 10)
         assert job.state == "failed" and job.category == "timeout"
         assert "ignored its time limit" in job.error
-        assert job_id not in runtime.executor.runs, "an abandoned run must not be heartbeated any more"
+        assert job_id not in runtime.deliveries.runs, "an abandoned run must not be heartbeated any more"
         assert stubborn.cancels >= 1, "the soft limit's cancel came first"
 
         stubborn.release.set()  # the stuck run finally returns: its late result must not land

@@ -107,10 +107,10 @@ def test_events_stream_live_until_the_job_ends(deploy: Stack, site: StaticServer
     seen: list[tuple[str, dict[str, Any]]] = []
 
     def follow() -> None:
-        from daemon.client import ApiClient
+        from daemon.client import Client
         from tests.queue.stack import TOKEN
 
-        seen.extend(ApiClient(deploy.url, TOKEN).events(job["id"]))
+        seen.extend((event.type, event.data) for event in Client(deploy.url, TOKEN).events(job["id"]))
 
     reader = threading.Thread(target=follow)
     reader.start()

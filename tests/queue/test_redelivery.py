@@ -16,6 +16,7 @@ import pytest
 
 from tests.queue.stack import Proc, Stack, running, script, stack, tree_of, wait_until
 from tests.support.servers import StaticServer
+from workers.jobs.artifacts import ArtifactStore
 
 MAX_ATTEMPTS = 2
 
@@ -63,8 +64,11 @@ def states(s: Stack, job_id: str) -> list[str]:
 
 def test_a_job_whose_worker_is_killed_is_redelivered_and_completes_once(deploy: Stack, site: StaticServer) -> None:
     deploy.start_worker(2)
-    job = deploy.submit({"script": script(site.url("/cdp/basic.html"), waits=3, text="survived")})
+    job = deploy.submit({"script": script(site.url("/cdp/basic.html"), waits=3, text="survived"),
+                         "artifacts": {"screenshots": "every_step"}})
     killed = kill_mid_job(deploy, job["id"], attempt=1)
+    folder = ArtifactStore.open(deploy.env["BROWSERD_ARTIFACTS_URL"]).job(job["id"])
+    folder.put("step-009.jpg", b"left by the lost attempt")
     second = deploy.start_worker(2)
 
     done = deploy.wait_state(job["id"], {"succeeded", "failed", "cancelled"}, timeout=90)
@@ -77,6 +81,7 @@ def test_a_job_whose_worker_is_killed_is_redelivered_and_completes_once(deploy: 
     assert [s["actions"][0]["name"] for s in steps] == ["go_to_url", "wait", "wait", "wait", "done"], (
         "the redelivered run starts over and its result holds only its own steps"
     )
+    assert [a.name for a in folder.list()] == [f"step-00{n}.jpg" for n in range(1, 6)], "and only its artifacts"
 
 
 def test_a_job_that_kills_its_worker_every_time_ends_worker_lost(deploy: Stack, site: StaticServer) -> None:

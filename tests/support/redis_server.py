@@ -1,4 +1,5 @@
-"""A private redis-server for a test run: free port, temp dir, no persistence, always stopped."""
+"""A private redis-server for a test run: free port, temp dir, always stopped; no persistence, or
+an append-only file (``aof=True``, as in the compose file) so it can be restarted from it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def free_port() -> int:
 class RedisServer:
     """``redis-server`` bound to 127.0.0.1 on a free port; ``url`` points at database 0."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, aof: bool = False) -> None:
+        self.aof = aof
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not on PATH (apt-get install redis-server)")
@@ -34,9 +36,9 @@ class RedisServer:
     def start(self, timeout: float = 10.0) -> RedisServer:
         args = [
             self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
-            "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+            "--save", "", "--appendonly", "yes" if self.aof else "no", "--protected-mode", "yes",
         ]
-        log = open(self.dir / "redis.log", "wb")
+        log = open(self.dir / "redis.log", "ab")
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
         deadline = time.monotonic() + timeout
@@ -51,14 +53,27 @@ class RedisServer:
         self.stop()
         raise RuntimeError(f"redis-server did not answer on port {self.port} within {timeout}s")
 
-    def stop(self) -> None:
+    def halt(self, *, kill: bool = False) -> None:
+        """Stop the process, keeping its directory (and append-only file) for ``start`` again.
+
+        ``kill``: SIGKILL (writes of the last second may be lost), else SIGTERM (flushes the file).
+        """
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.kill() if kill else self.proc.terminate()
             try:
-                self.proc.wait(5)
+                self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def restart(self, downtime: float = 0.0, *, kill: bool = False) -> None:
+        """Stop, stay away ``downtime`` seconds, and start again on the same port, from the AOF."""
+        self.halt(kill=kill)
+        time.sleep(downtime)
+        self.start()
+
+    def stop(self) -> None:
+        self.halt()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -6,10 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from config import Settings
+from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
+from workers.agent.events import Events
+from workers.agent.findings import Findings
 from workers.agent.llm import Llms
-from workers.models import JobSpec
+from workers.agent.outcome import Outcome
+from workers.agent.pause import PauseGate
+from workers.agent.secrets import Secrets
+from workers.agent.telemetry import Telemetry
+from workers.jobs.models import JobSpec
 
 
 @dataclass
@@ -44,12 +51,34 @@ class JobContext:
     data: Any = None
     final_answer: str | None = None
     success: bool | None = None
-    memory: list[str] = field(default_factory=list)
+    outcome: Outcome | None = None  # what the navigator's last done said, until the planner rules on it
+    findings: Findings = field(default_factory=Findings)
     usage: Usage = field(default_factory=Usage)
+    events: Events = field(default_factory=Events)
+    secrets: Secrets = field(default_factory=Secrets)
+    artifacts: ArtifactRecorder | None = None  # its screenshots under way finish before each action
+    pause: PauseGate = field(default_factory=PauseGate)
+    task_text: str | None = None  # the task of the current run: a follow-up's, or None for the spec's
 
     @property
     def task(self) -> str:
-        return self.spec.task or ""
+        return self.task_text if self.task_text is not None else (self.spec.task or "")
+
+    @property
+    def telemetry(self) -> Telemetry:
+        return self.browser.telemetry
+
+    def next_run(self, task: str, events: Events) -> None:
+        """Start a follow-up: same browser, models and memory notes; its own answer, data and events."""
+        self.task_text = task
+        self.data = self.final_answer = self.success = self.outcome = None
+        self.findings = Findings(notes=list(self.findings.notes))
+        self.usage = Usage()
+        self.events = events
+
+    def has_findings(self) -> bool:
+        """Whether anything was found that a partial result should keep."""
+        return self.data is not None or bool(self.findings) or bool(self.final_answer)
 
 
 @dataclass
@@ -58,4 +87,3 @@ class ActionResult:
 
     text: str
     done: bool = False
-    include_in_memory: bool = False

@@ -6,7 +6,7 @@ only counts towards ``max_failures`` so that the model can try something else.
 
 from __future__ import annotations
 
-from workers.models import FailureCategory
+from workers.jobs.models import FailureCategory
 
 
 class AgentError(Exception):
@@ -54,6 +54,16 @@ class LLMBadRequestError(LLMError):
     category = FailureCategory.llm_bad_request
 
 
+class LLMProviderError(AgentError):
+    """``BROWSERD_LLM_PROVIDER`` names no usable chat model class, or the class refuses a setting."""
+
+    category = FailureCategory.llm_error
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"BROWSERD_LLM_PROVIDER={path!r}: {reason}")
+
+
 class LLMOutputError(AgentError):
     """The model answered but not in a shape we can act on; counts towards max_failures."""
 
@@ -93,6 +103,21 @@ class ElementGone(ActionError):
         super().__init__(f"element {index} no longer exists", action=action, index=index)
 
 
+class ElementNotFound(ActionError):
+    """A script's locator (selector, text, role and name, recorded locator) named no element, or
+    several: the message names what it found (``dom.LocatorError``'s candidates)."""
+
+    def __init__(self, message: str, *, action: str = "", ambiguous: bool = False) -> None:
+        self.ambiguous = ambiguous
+        super().__init__(message, action=action)
+
+
+class ResourceLimit(AgentError):
+    """The job's pages passed the per-context memory limit and were stopped by the pool."""
+
+    category = FailureCategory.resource_limit
+
+
 class StepTimeout(AgentError):
     """One step took longer than its limit; counts towards max_failures."""
 
@@ -112,6 +137,18 @@ class JobTimeout(AgentError):
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         super().__init__(f"job timed out after {seconds:g}s")
+
+
+class PausedTooLong(AgentError):
+    """A paused job was not resumed in time: it held its browser as long as it may."""
+
+    category = FailureCategory.timeout
+
+    def __init__(self, seconds: float, *, job_limit: bool = False) -> None:
+        self.seconds = seconds
+        bound = ("until the job's own time limit ran out" if job_limit
+                 else "the longest a paused job may hold its browser (BROWSERD_PAUSE_MAX_SECONDS)")
+        super().__init__(f"the job stayed paused for {seconds:.0f}s, {bound}; it was not resumed")
 
 
 class MaxStepsReached(AgentError):
@@ -137,3 +174,33 @@ class InvalidOutput(AgentError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("output does not match the schema: " + "; ".join(problems[:5]))
+
+
+class TaskNotDone(AgentError):
+    """The models ended the task without completing it: gave up, ran out of steps with partial
+    findings, hit a sign-in wall, refused, or were blocked by the site. What was found is kept."""
+
+    def __init__(self, category: FailureCategory, explanation: str, said: str = "") -> None:
+        self.category, self.said = category, said
+        detail = " ".join(said.split())
+        super().__init__(f"{explanation}: {detail[:300]}" if detail else explanation)
+
+
+class EgressUnavailable(AgentError):
+    """The lease has no gate on the egress proxy, so the job's policy could not be enforced on
+    everything its browser does; the job does not start (default-deny)."""
+
+    def __init__(self) -> None:
+        super().__init__("the browser context has no egress proxy: refusing to run a job whose network "
+                         "policy cannot be enforced (create the pool with PoolConfig.egress set)")
+
+
+class ProxyFailed(AgentError):
+    """The job's own upstream proxy failed (unreachable, credentials refused, not a proxy): nothing
+    the model can do about it, so the job ends at once. The message never holds the password."""
+
+    category = FailureCategory.proxy_error
+
+    def __init__(self, failure: str) -> None:
+        self.failure = failure
+        super().__init__(f"the job's proxy failed: {failure}")

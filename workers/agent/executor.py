@@ -11,18 +11,30 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from config import Settings
+from config import Settings, bind, note
 from workers.agent.actions import run_action
 from workers.agent.context import JobContext, Usage
-from workers.agent.errors import AgentError, LLMOutputError, MaxFailuresReached, MaxStepsReached, StepTimeout
+from workers.agent.events import Actor, ExecutionState
+from workers.agent.errors import (
+    AgentError,
+    LLMOutputError,
+    MaxFailuresReached,
+    MaxStepsReached,
+    StepTimeout,
+    TaskNotDone,
+)
 from workers.agent.llm import LLMReply
+from workers.agent.memory import summarize
 from workers.agent.messages import MessageManager
 from workers.agent.navigator import NavigatorOutput, format_results, next_actions, reduced_state, state_message
+from workers.agent.outcome import EXPLANATIONS, Outcome
 from workers.agent.planner import PlannerOutput, plan
 from workers.agent.prompts import SECURITY_RULES, navigator_system
 from workers.agent.recorder import StepLog
-from workers.models import JobSpec, StepRecord
+from workers.agent.vision import WITHHELD, Screenshot, look
+from workers.jobs.models import FailureCategory, JobSpec, StepRecord
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,14 @@ class Options:
     max_actions_per_step: int
     max_input_tokens: int
     step_timeout: float
+    memory_interval: int = 0
+    use_vision: bool = False
+    use_vision_for_planner: bool = False
+
+    @property
+    def screenshots(self) -> bool:
+        """Whether a step takes a screenshot: some role reads it."""
+        return self.use_vision or self.use_vision_for_planner
 
     @classmethod
     def for_job(cls, spec: JobSpec, settings: Settings) -> Options:
@@ -43,63 +63,133 @@ class Options:
             return getattr(settings, name) if value is None else value
 
         return cls(pick("max_steps"), pick("planning_interval"), pick("max_failures"), pick("max_actions_per_step"),
-                   pick("max_input_tokens"), step_timeout=max(60.0, 2 * settings.llm_timeout + 60))
+                   pick("max_input_tokens"), step_timeout=max(60.0, 2 * settings.llm_timeout + 60),
+                   memory_interval=o.memory_interval, use_vision=o.use_vision,
+                   use_vision_for_planner=o.use_vision_for_planner)
 
 
-async def run_agent(ctx: JobContext, log: StepLog) -> None:
+def agent_history(ctx: JobContext) -> MessageManager:
+    """A new history for the planner/navigator loop, starting with the job's task."""
     options = Options.for_job(ctx.spec, ctx.settings)
     system = navigator_system(SECURITY_RULES, options.max_actions_per_step)
-    messages = MessageManager(system, ctx.task, max_input_tokens=options.max_input_tokens)
-    await AgentLoop(ctx, log, options, messages).run()
+    return MessageManager(system, ctx.task + ctx.secrets.task_note(), max_input_tokens=options.max_input_tokens)
+
+
+async def run_agent(ctx: JobContext, log: StepLog, messages: MessageManager | None = None, *,
+                    hint: dict[str, Any] | None = None, first_step: int = 1) -> None:
+    """Run the loop on ``messages`` (a kept session's history), or on a new history. A recipe replay
+    that hands over part-way gives the ``hint`` (a plan: what the recipe did next), read as the
+    planner's first plan, and numbers steps on from its own."""
+    options = Options.for_job(ctx.spec, ctx.settings)
+    messages = messages or agent_history(ctx)
+    if hint is not None:
+        messages.add_plan(hint)
+    await AgentLoop(ctx, log, options, messages, first_step=first_step).run()
 
 
 class AgentLoop:
-    def __init__(self, ctx: JobContext, log: StepLog, options: Options, messages: MessageManager) -> None:
+    def __init__(self, ctx: JobContext, log: StepLog, options: Options, messages: MessageManager, *,
+                 first_step: int = 1) -> None:
         self.ctx, self.log, self.options, self.messages = ctx, log, options, messages
+        self.first_step = first_step  # the number of the loop's first step record (after replayed steps)
         self.results: list[tuple[bool, str]] = []  # the last step's results, shown in the next state
         self.failures = 0
         self.navigator_done = False
+        self.summarized_through = first_step - 1  # the last step a procedural-memory summary covers
 
     async def run(self) -> None:
-        for number in range(1, self.options.max_steps + 1):
+        for number in range(self.first_step, self.first_step + self.options.max_steps):
+            await self.ctx.pause.hold(self.ctx.cancel, self.ctx.events)
             self.ctx.cancel.check("before a step")
             step = StepRecord(step=number)
-            try:
-                async with asyncio.timeout(self.options.step_timeout) as limit:
-                    try:
-                        finished = await self._step(step)
-                    except TimeoutError:
-                        if not limit.expired():
-                            raise
-                        finished = False
-                        self._failed(step, StepTimeout(number, self.options.step_timeout))
-            except AgentError as exc:
-                step.error = step.error or str(exc)
-                await self.log.add(step)
-                raise
-            await self.log.add(step)
+            with bind(step=number):
+                finished = await self._step_within_limit(step)
             if finished:
                 return
             if self.failures >= self.options.max_failures:
                 raise MaxFailuresReached(self.failures, step.error or "")
-        raise MaxStepsReached(self.options.max_steps)
+        raise self._out_of_steps()
+
+    def _out_of_steps(self) -> AgentError:
+        """``max_steps``, or ``incomplete`` when something was found: the result keeps it."""
+        if not self.ctx.has_findings():
+            return MaxStepsReached(self.options.max_steps)
+        return TaskNotDone(FailureCategory.incomplete,
+                           f"the task was not completed within {self.options.max_steps} steps; "
+                           "the findings so far are kept", self.ctx.final_answer or "")
+
+    async def _step_within_limit(self, step: StepRecord) -> bool:
+        """One step under its time limit, recorded and reported whatever happens."""
+        events = self.ctx.events
+        events.step = step.step
+        await events.emit(Actor.navigator, ExecutionState.STEP_START)
+        try:
+            async with asyncio.timeout(self.options.step_timeout) as limit:
+                try:
+                    finished = await self._step(step)
+                except TimeoutError:
+                    if not limit.expired():
+                        raise
+                    finished = False
+                    self._failed(step, StepTimeout(step.step, self.options.step_timeout))
+        except AgentError as exc:
+            step.error = step.error or str(exc)
+            await self.log.add(step)
+            await events.emit(Actor.navigator, ExecutionState.STEP_FAIL, step.error)
+            raise
+        await self.log.add(step)
+        await events.emit(Actor.navigator, *((ExecutionState.STEP_FAIL, step.error) if step.error
+                                             else (ExecutionState.STEP_OK, "")))
+        return finished
 
     # --- one step --------------------------------------------------------------------------
 
-    async def _step(self, step: StepRecord) -> bool:
-        """One step; True when the planner has confirmed the task is complete."""
-        ctx, browser = self.ctx, self.ctx.browser
+    async def _capture(self, step: StepRecord) -> Any:
+        """The page state at the start of a step, timed into the step record, and what the page did
+        since the last one (the start URL's dialogs, a timer's alert) noted for the model."""
+        page_events = await self.ctx.browser.page_events()
+        step.dialogs += page_events.dialogs
+        self.results += [(True, note) for note in page_events.notes]
         started = time.monotonic()
-        state = await browser.capture()
+        state = await self.ctx.browser.capture()
         step.dom_seconds = round(time.monotonic() - started, 4)
         step.url, step.elements = state.url, len(state.elements)
+        note(url=self.ctx.secrets.scrub(state.url))  # log lines carry it
+        return state
+
+    async def _look(self, step: StepRecord, state: Any) -> Screenshot | None:
+        """With vision, the step's screenshot (timed into the capture's seconds); None without, or
+        when the page shows a secret (the model is told why there is none)."""
+        if not self.options.screenshots:
+            return None
+        started = time.monotonic()
+        shot = await look(self.ctx.browser.page, state, self.ctx.secrets)
+        step.dom_seconds = round(step.dom_seconds + time.monotonic() - started, 4)
+        if shot is None:
+            self.results.append((True, WITHHELD))
+        return shot
+
+    async def _show(self, step: StepRecord, state: Any, *notes: str, screenshot: bool = True) -> str:
+        """Add the step's state message (with the last step's results, and the screenshot unless
+        ``screenshot`` is False: no model reads it this step); returns its reduced form."""
+        browser = self.ctx.browser
+        image = await self._look(step, state) if screenshot else None
         tabs = [(tid, (info := await page.info())["url"], info["title"]) for tid, page in await browser.tabs()]
-        previous = format_results(self.results)
+        previous = [*format_results(self.results), *notes]
         self.results = []
-        self.messages.add_state(state_message(state, tabs, browser.tab_id(browser.page), step.step,
-                                              self.options.max_steps, previous))
-        summary = reduced_state(step.step, state.url, state.title, previous)
-        if (step.step - 1) % self.options.planning_interval == 0 or self.navigator_done:
+        self.messages.set_memory(self.ctx.findings.notes)
+        scrub = self.ctx.secrets.scrub  # what the page echoes of a typed secret goes back to its placeholder
+        self.messages.add_state(scrub(state_message(state, tabs, browser.tab_id(browser.page), step.step,
+                                                    self.options.max_steps, previous)), image)
+        return scrub(reduced_state(step.step, state.url, state.title, previous))
+
+    async def _step(self, step: StepRecord) -> bool:
+        """One step; True when the planner has confirmed the task is complete."""
+        ctx = self.ctx
+        state = await self._capture(step)
+        planning = (self.nth(step) - 1) % self.options.planning_interval == 0 or self.navigator_done
+        summary = await self._show(step, state, screenshot=self.options.use_vision or planning)
+        if planning:
             self.navigator_done = False
             if await self._plan(step):
                 return True
@@ -110,7 +200,7 @@ class AgentLoop:
             self.results = [(False, f"Invalid model output: {exc}")]
             self._failed(step, exc)
             return False
-        self._charge(step, reply)
+        self._charge(step, reply, images=self.options.use_vision)
         self.messages.reduce_last_state(summary)
         self.messages.add_model_output(output.raw)
         failed = await self._act(step, output, state.url)
@@ -118,26 +208,63 @@ class AgentLoop:
             self.failures = 0
         else:
             self._failed(step, failed)
-        if self.navigator_done and step.step == self.options.max_steps:
+        if self.navigator_done and self.nth(step) == self.options.max_steps:
             return await self._plan(step)  # the last step: confirm now, there is no next one
+        await self._remember(step)
         return False
+
+    async def _remember(self, step: StepRecord) -> None:
+        """Every ``memory_interval`` steps, a summary replaces the steps since the last one."""
+        interval = self.options.memory_interval
+        if not interval or self.nth(step) % interval or self.nth(step) == self.options.max_steps:
+            return
+        reply = await summarize(self.ctx, self.messages, self.summarized_through + 1, step.step)
+        if reply is not None:
+            self._charge(step, reply)
+            self.summarized_through = step.step
 
     async def _plan(self, step: StepRecord) -> bool:
         """Run the planner; True when it confirms completion. A bad plan counts as a failure."""
+        events = self.ctx.events
+        await events.emit(Actor.planner, ExecutionState.STEP_START)
         try:
-            output, reply = await plan(self.ctx, self.messages)
+            output, reply = await self._ask_planner()
         except LLMOutputError as exc:
             self._failed(step, exc)
+            await events.emit(Actor.planner, ExecutionState.STEP_FAIL, str(exc))
             return False
-        self._charge(step, reply)
-        step.plan = output.model_dump()
+        self._charge(step, reply, images=self.planner_sees_images)
+        step.plan = output.model_dump(mode="json")
         self.messages.add_plan(step.plan)
+        await events.emit(Actor.planner, ExecutionState.STEP_OK, output.observation)
+        if output.done:
+            await events.emit(Actor.planner, ExecutionState.FINAL_ANSWER, output.final_answer)
+        elif output.next_steps:
+            await events.emit(Actor.planner, ExecutionState.NEXT_STEPS, output.next_steps)
         return self._confirmed(output)
 
+    @property
+    def planner_sees_images(self) -> bool:
+        return self.options.use_vision_for_planner
+
+    async def _ask_planner(self) -> tuple[PlannerOutput, LLMReply]:
+        return await plan(self.ctx, self.messages)
+
     def _confirmed(self, output: PlannerOutput) -> bool:
+        """Whether the planner ends the task; raises ``TaskNotDone`` when it ends without completing it.
+
+        A failure reason from either model wins: the planner confirming a navigator that gave up
+        (done with success false) ends the job with the navigator's reason.
+        """
+        ctx = self.ctx
         if not output.done:
+            ctx.outcome = None  # the navigator's claim is overruled: it goes on
             return False
-        self.ctx.final_answer = output.final_answer or self.ctx.final_answer
+        ctx.final_answer = output.final_answer or ctx.final_answer
+        outcome = output.outcome if output.outcome is not Outcome.complete else (ctx.outcome or Outcome.complete)
+        category = outcome.category
+        if category is not None:
+            raise TaskNotDone(category, EXPLANATIONS[outcome], ctx.final_answer or "")
         return True
 
     async def _act(self, step: StepRecord, output: NavigatorOutput, url_seen: str) -> AgentError | None:
@@ -153,6 +280,7 @@ class AgentLoop:
                     break
             outcome = await run_action(ctx, act, params)
             step.actions.append(outcome.record)
+            step.dialogs += outcome.dialogs
             step.action_seconds = round(step.action_seconds + outcome.record.seconds, 4)
             self.log.charge(step, ctx.usage.take())
             if outcome.error is not None:
@@ -185,8 +313,16 @@ class AgentLoop:
 
     # --- bookkeeping -----------------------------------------------------------------------
 
-    def _charge(self, step: StepRecord, reply: LLMReply) -> None:
+    def nth(self, step: StepRecord) -> int:
+        """Which of this loop's steps ``step`` is (1 for its first), whatever its record's number."""
+        return step.step - self.first_step + 1
+
+    def _charge(self, step: StepRecord, reply: LLMReply, *, images: bool = False) -> None:
+        """Add a call's cost to the step; ``images``: the call was sent the history's screenshot,
+        whose estimated tokens are shown apart (they are inside the provider's input count)."""
         self.log.charge(step, Usage(reply.input_tokens, reply.output_tokens, reply.seconds, calls=1))
+        image = self.messages.image if images else None
+        step.image_tokens += image.tokens if image is not None else 0
 
     def _failed(self, step: StepRecord, error: AgentError) -> None:
         self.failures += 1

@@ -1,10 +1,20 @@
-"""URL policy of a job, enforced on the agent's navigations and on every request its pages make.
+"""Egress policy of a job, enforced on the agent's navigations and on everything its browser does.
 
-A policy says which URLs a job may reach: allow- and deny-lists of domains from the job and from
-the global settings (a URL must pass both), and schemes that are never allowed. The firewall puts
-``Fetch`` interception on each page session and each out-of-process frame session, so a link,
-a redirect or a page script cannot reach a refused domain either: such requests fail with
-``BlockedByClient``.
+A ``UrlPolicy`` says which URLs a job may reach: allow- and deny-lists of domains from the job and
+from the global settings (a URL must pass both), and schemes that are never allowed. A
+``NetworkPolicy`` (``cdp.egress``) closes private networks unless the settings or the job open them.
+
+Enforcement is in two layers:
+
+* ``JobEgress`` is admitted into the lease's gate on the egress proxy (``cdp.egress``). Every
+  connection the job's browser context opens, from any page, frame, worker or socket, is judged
+  there: the host name against the ``UrlPolicy``, the resolved address against the
+  ``NetworkPolicy``. This is the layer that cannot be bypassed; a job does not start without it.
+* ``Firewall`` puts ``Fetch`` interception on each page session and each out-of-process frame
+  session. It is not needed for safety: it gives the agent clear reports (which resource type,
+  which frame, ``url_blocked`` for a main-frame navigation) for what it sees. It also brings the
+  navigations pages start by themselves to the job's ``NavigationGate`` (politeness: a delay,
+  robots.txt), when the gate asks for them.
 """
 
 from __future__ import annotations
@@ -17,7 +27,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import cdp
+from cdp.egress import NetworkPolicy
+from config.networks import IPAddress
 from workers.agent.errors import URLBlocked
+from workers.agent.pacing import NavigationGate, OpenGate
 
 log = logging.getLogger("browserd.agent.firewall")
 
@@ -25,6 +38,15 @@ REFUSED_SCHEMES = frozenset({"chrome", "chrome-extension", "chrome-untrusted", "
                              "data", "view-source", "filesystem"})
 NAVIGABLE_SCHEMES = frozenset({"http", "https"})
 BLANK_PAGES = frozenset({"about:blank", "about:srcdoc"})
+
+
+def _request_key(url: str) -> str:
+    """``url`` as Chrome's request for it reads (no fragment; an empty path is ``/``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    return parts._replace(path=parts.path or "/", fragment="").geturl()
 
 
 def _normalise(domain: str) -> str:
@@ -75,6 +97,10 @@ class UrlPolicy:
         host = (parts.hostname or "").lower()
         if not host:
             return "URL has no host"
+        return self.host_refusal(host, port)
+
+    def host_refusal(self, host: str, port: int | None) -> str | None:
+        """Why the domain lists refuse ``host`` (on ``port``), or None."""
         if any(_matches(host, port, d) for d in self.denied):
             return "domain not allowed"
         for allow_list in self.allowed:
@@ -89,6 +115,20 @@ class UrlPolicy:
             raise URLBlocked(url, reason)
 
 
+@dataclass(frozen=True)
+class JobEgress:
+    """A job's rule on its gate (``cdp.egress.EgressRule``): domains by name, networks by address."""
+
+    urls: UrlPolicy
+    networks: NetworkPolicy
+
+    def host_refusal(self, host: str, port: int) -> str | None:
+        return self.urls.host_refusal(host, port)
+
+    def address_refusal(self, address: IPAddress) -> str | None:
+        return self.networks.address_refusal(address)
+
+
 @dataclass
 class BlockedRequest:
     url: str
@@ -98,18 +138,28 @@ class BlockedRequest:
     main_frame: bool
 
 
+RESOURCE_TYPES = {"images": "Image", "media": "Media", "fonts": "Font"}
+"""``JobSpec.block_resources`` kinds -> Chrome's resource types (``Network.ResourceType``)."""
+
+
 @dataclass
 class Firewall:
-    """Enforces one policy on every page of one job (call ``protect`` for each page it sees)."""
+    """Enforces one policy on every page of one job (call ``protect`` for each page it sees).
+
+    ``skip`` holds resource types never loaded (``block_resources``, to save bandwidth): failed
+    in the page like a blocked request, but not reported to the model (nothing was refused)."""
 
     policy: UrlPolicy
+    gate: NavigationGate = field(default_factory=OpenGate)
+    skip: frozenset[str] = frozenset()
     blocked: list[BlockedRequest] = field(default_factory=list)
     _guarded: set[str] = field(default_factory=set)
+    _expected: set[str] = field(default_factory=set)  # navigations the agent has gated already
     _reported: int = 0
 
     async def protect(self, page: cdp.Page) -> None:
         """Intercept the page's requests and those of its out-of-process frames, now and later."""
-        if page.target_id in self._guarded or not self.policy.restricts_domains:
+        if page.target_id in self._guarded or not (self.policy.restricts_domains or self.skip or self.gate.intercepts):
             return
         self._guarded.add(page.target_id)
         await self._guard(page, page.session)
@@ -119,8 +169,12 @@ class Firewall:
     async def _guard(self, page: cdp.Page, session: cdp.CDPSession) -> None:
         session.on("Fetch.requestPaused", lambda p: self._paused(page, session, p))
         session.on("Target.attachedToTarget", lambda p: self._child_attached(page, p))
+        # Only documents when only the gate asks: images and scripts then go uninterrupted.
+        pattern = {"urlPattern": "*", "requestStage": "Request"}
+        if not (self.policy.restricts_domains or self.skip):
+            pattern["resourceType"] = "Document"
         with contextlib.suppress(cdp.CDPException):
-            await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+            await session.send("Fetch.enable", {"patterns": [pattern]})
 
     def _child_attached(self, page: cdp.Page, params: dict[str, Any]) -> Any:
         child = page.frame_sessions.get(params.get("targetInfo", {}).get("targetId", ""))
@@ -130,17 +184,39 @@ class Firewall:
 
     async def _paused(self, page: cdp.Page, session: cdp.CDPSession, params: dict[str, Any]) -> None:
         url = params["request"]["url"]
+        main = params.get("resourceType") == "Document" and params.get("frameId") == page.main_frame_id
         reason = self.policy.refusal(url)
+        if reason is None and main:
+            reason = await self._gated(url)
         try:
+            if params.get("resourceType") in self.skip:
+                await session.send("Fetch.failRequest", {"requestId": params["requestId"], "errorReason": "BlockedByClient"})
+                return
             if reason is None:
                 await session.send("Fetch.continueRequest", {"requestId": params["requestId"]})
                 return
-            main = params.get("resourceType") == "Document" and params.get("frameId") == page.main_frame_id
             self.blocked.append(BlockedRequest(url, reason, params.get("resourceType", ""), page.target_id, main))
             log.info("blocked %s request to %s: %s", params.get("resourceType"), url, reason)
             await session.send("Fetch.failRequest", {"requestId": params["requestId"], "errorReason": "BlockedByClient"})
         except cdp.CDPException:
             pass  # the frame went away with its request
+
+    def expect(self, url: str) -> None:
+        """The agent gated a navigation to ``url`` itself: let its request through ungated, once."""
+        if self.gate.intercepts:
+            self._expected.add(_request_key(url))
+
+    async def _gated(self, url: str) -> str | None:
+        """Bring a main-frame navigation to the gate (unless the agent did); why it refused, or None."""
+        key = _request_key(url)
+        if not self.gate.intercepts or key in self._expected:
+            self._expected.discard(key)
+            return None
+        try:
+            await self.gate.before_navigation(url)
+        except URLBlocked as exc:
+            return exc.reason
+        return None
 
     def new_blocks(self) -> list[BlockedRequest]:
         """Requests blocked since the last call (the action layer reports them to the model)."""

@@ -22,8 +22,7 @@ import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from config import Settings
-from daemon import metrics
+from config import ROLES, Settings
 from workers.agent.cancel import CancelToken
 from workers.agent.errors import (
     AgentError,
@@ -33,7 +32,9 @@ from workers.agent.errors import (
     LLMForbiddenError,
     LLMOutputError,
 )
-from workers.models import ModelOverrides
+from workers.agent.provider import build
+from workers.agent.telemetry import SILENT, LlmCall, Telemetry
+from workers.jobs.models import ModelOverrides, RoleModelParams
 
 log = logging.getLogger("browserd.agent.llm")
 
@@ -67,30 +68,21 @@ class Llms:
         return getattr(self, role) or self.navigator
 
     @classmethod
-    def from_settings(cls, settings: Settings, overrides: ModelOverrides | None = None) -> Llms:
-        """``ChatOpenAI`` per role from BROWSERD_LLM_MODEL/…_BASE_URL/OPENAI_API_KEY and per-role names."""
-        overrides = overrides or ModelOverrides()
+    def from_settings(cls, settings: Settings, overrides: ModelOverrides | None = None,
+                      params: RoleModelParams | None = None) -> Llms:
+        """A model per role from the provider (BROWSERD_LLM_PROVIDER), the role's model name (the
+        job's, else the settings') and its sampling parameters (the job's, each over the settings')."""
+        overrides, params = overrides or ModelOverrides(), params or RoleModelParams()
         models: dict[str, BaseChatModel] = {}
         built: dict[str, BaseChatModel] = {}
-        for role in ("navigator", "planner", "extractor"):
-            name = getattr(overrides, role) or settings.model_for(role)  # type: ignore[arg-type]
-            if name not in built:
-                built[name] = chat_openai(settings, name)
-            models[role] = built[name]
+        for role in ROLES:
+            name = getattr(overrides, role) or settings.model_for(role)
+            sampling = {**settings.model_params(role), **getattr(params, role).set()}
+            key = json.dumps([name, sampling], sort_keys=True)
+            if key not in built:
+                built[key] = build(settings, name, sampling)
+            models[role] = built[key]
         return cls(**models)
-
-
-def chat_openai(settings: Settings, model: str) -> BaseChatModel:
-    """A ``ChatOpenAI`` for ``model``; retries are ours (``max_retries=0``) so cancel can cut them short."""
-    from langchain_openai import ChatOpenAI
-
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    base_url = str(settings.llm_base_url).rstrip("/") if settings.llm_base_url else None
-    if not key and base_url is None:
-        raise LLMAuthError("no API key: set OPENAI_API_KEY (or BROWSERD_LLM_BASE_URL for a keyless endpoint)",
-                           model=model)
-    return ChatOpenAI(model=model, base_url=base_url, api_key=key or "unused", timeout=settings.llm_timeout,
-                      max_retries=0)
 
 
 def model_name(model: BaseChatModel) -> str:
@@ -130,6 +122,7 @@ async def call_structured(
     role: Role,
     cancel: CancelToken | None = None,
     retry: RetryPolicy | None = None,
+    telemetry: Telemetry = SILENT,
 ) -> LLMReply:
     """Ask ``model`` for an answer shaped by ``tool``; retries what is retryable, raises typed errors."""
     cancel = cancel or CancelToken()
@@ -143,11 +136,11 @@ async def call_structured(
         try:
             message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
         except AgentError:
-            metrics.observe_llm_call(name, "cancelled", time.monotonic() - attempt_started)
+            telemetry.llm_call(LlmCall(name, "cancelled", time.monotonic() - attempt_started))
             raise
         except Exception as exc:
             failure, retryable, retry_after = classify(exc, role=role, model=name)
-            metrics.observe_llm_call(name, outcome(failure, exc), time.monotonic() - attempt_started)
+            telemetry.llm_call(LlmCall(name, outcome(failure, exc), time.monotonic() - attempt_started))
             if not retryable or attempt + 1 >= retry.attempts:
                 raise failure from exc
             wait = retry.delay(attempt, retry_after)
@@ -156,7 +149,8 @@ async def call_structured(
             continue
         reply = _reply(message, tool.name)
         reply.seconds, reply.attempts = time.monotonic() - started, attempt + 1
-        metrics.observe_llm_call(name, "ok", time.monotonic() - attempt_started, reply.input_tokens, reply.output_tokens)
+        telemetry.llm_call(LlmCall(name, "ok", time.monotonic() - attempt_started, reply.input_tokens,
+                                   reply.output_tokens))
         return reply
     raise AssertionError("unreachable")
 

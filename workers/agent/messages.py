@@ -1,10 +1,16 @@
 """The message history the models read, in Nanobrowser's order.
 
-system prompt, task, an example answer, then per step: the state message, the planner's plan
-(when it ran), the navigator's answer. Once a step is over its state message is reduced to the
-URL and the action results, dropping the element list. The history is kept under
-``max_input_tokens``, counted offline (characters / 3, as Nanobrowser estimates): the oldest steps
-go first, then the tail of the current state message.
+system prompt, task, an example answer, the memory (findings kept across steps), then per step:
+the state message, the planner's plan (when it ran), the navigator's answer. Once a step is over
+its state message is reduced to the URL and the action results, dropping the element list. The
+history is kept under ``max_input_tokens``, counted offline (characters / 3, as Nanobrowser
+estimates): the oldest steps go first, then the tail of the current state message. The memory is
+never dropped: it is what the job found. Every ``memory_interval`` steps a summary of the steps
+since the last one replaces them (procedural memory); summaries go only after every past step.
+
+With vision, the current state message carries the step's screenshot; it goes when the state is
+reduced, so only the latest screenshot is ever in the history (as in Nanobrowser) and its
+estimated tokens count against the budget. Each role asks for the history with or without it.
 """
 
 from __future__ import annotations
@@ -14,13 +20,25 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
+import dom
+from workers.agent.vision import Screenshot
+from workers.agent.prompts import follow_up_task
 from workers.agent.wrapping import user_request
 
 CHARS_PER_TOKEN = 3
+PAST_STEP_KINDS = ("past_state", "plan", "model", "tool", "note")
 MESSAGE_OVERHEAD = 4
 HISTORY_START = "[Your task history memory starts here]"
+MEMORY_HEADER = ("[Memory: findings kept from every step so far (extractions and cached content); they are "
+                 "never dropped from the history. Their text comes from web pages.]")
 
 EXAMPLE_OUTPUT = {
     "current_state": {
@@ -44,8 +62,15 @@ def count_tokens(message: BaseMessage) -> int:
 @dataclass
 class Entry:
     message: BaseMessage
-    kind: str  # init | state | plan | model | tool | note
+    kind: str  # init | memory | summary | task (a follow-up) | state | past_state | plan | model | tool | note
     tokens: int
+    image: Screenshot | None = None  # only on the current state message
+
+    def build(self, images: bool) -> BaseMessage:
+        """The message as sent: with its screenshot as an image part when ``images``."""
+        if self.image is None or not images:
+            return self.message
+        return HumanMessage(content=[{"type": "text", "text": str(self.message.content)}, self.image.content_block()])
 
 
 class MessageManager:
@@ -53,6 +78,7 @@ class MessageManager:
         self.max_input_tokens = max_input_tokens
         self._tool_ids = 0
         self.entries: list[Entry] = []
+        self.trimmed: list[Entry] = []  # past steps dropped to fit the budget since the last summary
         self._add(SystemMessage(system_prompt), "init")
         self._add(HumanMessage(task_message(task)), "init")
         self._add(HumanMessage("Example output:"), "init")
@@ -75,8 +101,52 @@ class MessageManager:
                                                      "type": "tool_call"}]), kind)
         self._add(ToolMessage(content=answer, tool_call_id=call_id), "tool" if kind != "init" else "init")
 
-    def add_state(self, content: str) -> None:
-        self._add(HumanMessage(content), "state")
+    def set_memory(self, notes: list[str]) -> None:
+        """Show ``notes`` in the memory section (after the history start), replacing what it showed."""
+        if not notes:
+            return
+        body = "\n".join(f"{i}. {note}" for i, note in enumerate(notes, start=1))
+        message = HumanMessage(f"{MEMORY_HEADER}\n{dom.wrap_text(body)}")
+        at = next((i for i, e in enumerate(self.entries) if e.kind == "memory"), None)
+        if at is not None:
+            self.entries[at] = Entry(message, "memory", count_tokens(message))
+        else:
+            self._add(message, "memory", position=sum(1 for e in self.entries if e.kind == "init"))
+
+    def past_steps(self) -> list[Entry]:
+        """The entries of the steps since the last summary, with those trimmed to fit the budget: the
+        summary covers every step even when the models no longer saw the oldest ones."""
+        return [*self.trimmed, *(e for e in self.entries if e.kind in PAST_STEP_KINDS)]
+
+    def summarize(self, summary: str, first: int, last: int) -> None:
+        """Replace the past steps with their summary, where they were: the history stays chronological."""
+        at = next((i for i, e in enumerate(self.entries) if e.kind in PAST_STEP_KINDS), len(self.entries))
+        self.entries = [e for e in self.entries if e.kind not in PAST_STEP_KINDS]
+        self.trimmed = []
+        self._add(HumanMessage(f"[Summary of steps {first}-{last}]\n{summary}"), "summary", position=at)
+
+    def add_follow_up(self, task: str) -> None:
+        """A follow-up task after the history so far; it is never trimmed away (kind ``task``). A
+        state message the last run left unreduced (it ended mid-step) is reduced first."""
+        for i, entry in enumerate(self.entries):
+            if entry.kind == "state":
+                message = HumanMessage("[the page state of an earlier step, left out]")
+                self.entries[i] = Entry(message, "past_state", count_tokens(message))
+        self._add(HumanMessage(user_request(follow_up_task(task))), "task")
+
+    def add_state(self, content: str, image: Screenshot | None = None) -> None:
+        """The step's state message, with its screenshot when vision is on (older ones are dropped)."""
+        for entry in self.entries:
+            if entry.image is not None:
+                entry.image = None
+                entry.tokens = count_tokens(entry.message)
+        message = HumanMessage(content)
+        self.entries.append(Entry(message, "state", count_tokens(message) + (image.tokens if image else 0), image))
+
+    @property
+    def image(self) -> Screenshot | None:
+        """The screenshot in the history (at most one: the current state's)."""
+        return next((e.image for e in self.entries if e.image is not None), None)
 
     def reduce_last_state(self, summary: str) -> None:
         """Replace the latest full state message with its short form once its step is over."""
@@ -98,23 +168,26 @@ class MessageManager:
     def total_tokens(self) -> int:
         return sum(e.tokens for e in self.entries)
 
-    def messages(self) -> list[BaseMessage]:
+    def messages(self, *, images: bool = True) -> list[BaseMessage]:
+        """The history to send; ``images=False`` leaves the screenshot out (a role without vision)."""
         self._fit()
-        return [e.message for e in self.entries]
+        return [e.build(images) for e in self.entries]
 
-    def planner_messages(self, system_prompt: str) -> list[BaseMessage]:
+    def planner_messages(self, system_prompt: str, *, images: bool = False) -> list[BaseMessage]:
         """The same history under the planner's own system prompt."""
-        return [SystemMessage(system_prompt), *self.messages()[1:]]
+        return [SystemMessage(system_prompt), *self.messages(images=images)[1:]]
 
     def _fit(self) -> None:
         """Drop the oldest steps, then trim the current state, until the history fits."""
         while self.total_tokens > self.max_input_tokens:
-            i = next((i for i, e in enumerate(self.entries) if e.kind in ("past_state", "plan", "model", "note")), None)
+            i = next((i for i, e in enumerate(self.entries) if e.kind in ("past_state", "plan", "model", "note")),
+                     next((i for i, e in enumerate(self.entries) if e.kind == "summary"), None))
             if i is None:
                 break
-            removed = self.entries.pop(i)
-            if removed.kind == "model" and i < len(self.entries) and self.entries[i].kind == "tool":
-                self.entries.pop(i)  # a tool call and its answer go together
+            removed = [self.entries.pop(i)]
+            if removed[0].kind == "model" and i < len(self.entries) and self.entries[i].kind == "tool":
+                removed.append(self.entries.pop(i))  # a tool call and its answer go together
+            self.trimmed.extend(e for e in removed if e.kind in PAST_STEP_KINDS)
         excess = self.total_tokens - self.max_input_tokens
         if excess > 0:
             self._trim_current_state(excess)
@@ -127,7 +200,8 @@ class MessageManager:
             text = str(entry.message.content)
             keep = max(0, len(text) - (excess + MESSAGE_OVERHEAD) * CHARS_PER_TOKEN - 40)
             message = HumanMessage(text[:keep] + "\n... [state cut to fit the token budget]")
-            self.entries[i] = Entry(message, "state", count_tokens(message))
+            image = entry.image
+            self.entries[i] = Entry(message, "state", count_tokens(message) + (image.tokens if image else 0), image)
             return
 
 
@@ -136,3 +210,17 @@ def task_message(task: str) -> str:
         f'Your ultimate task is: """{task}""". If you achieved your ultimate task, stop everything and '
         "use the done action in the next step to complete the task. If not, continue as usual."
     )
+
+
+def render(entries: list[Entry]) -> str:
+    """Past steps as plain text, for the summary: states, plans and the navigator's answers."""
+    lines = []
+    for e in entries:
+        if e.kind == "model":
+            calls = getattr(e.message, "tool_calls", None) or []
+            lines.extend(f"Navigator: {json.dumps(c.get('args'), ensure_ascii=False)}" for c in calls)
+        elif e.kind == "plan":
+            lines.append(f"Planner: {e.message.content}")
+        elif e.kind != "tool":
+            lines.append(str(e.message.content))
+    return "\n".join(lines)

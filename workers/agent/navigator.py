@@ -7,12 +7,13 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+import dom
 from workers.agent.actions import Action, actions_json_schema, parse_action
-from workers.agent.actions.schemas import ActionParams
 from workers.agent.context import JobContext
 from workers.agent.errors import LLMOutputError
 from workers.agent.llm import LLMReply, ToolSpec, call_structured
 from workers.agent.messages import MessageManager
+from workers.jobs.actions import ActionParams
 
 
 @lru_cache(maxsize=1)
@@ -45,8 +46,9 @@ class NavigatorOutput:
 
 async def next_actions(ctx: JobContext, messages: MessageManager, max_actions: int) -> tuple[NavigatorOutput, LLMReply]:
     assert ctx.llms is not None
-    reply = await call_structured(ctx.llms.for_role("navigator"), messages.messages(), navigator_tool(),
-                                  role="navigator", cancel=ctx.cancel, retry=ctx.llms.retry)
+    history = messages.messages(images=ctx.spec.options.use_vision)
+    reply = await call_structured(ctx.llms.for_role("navigator"), history, navigator_tool(), role="navigator",
+                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
     return parse_output(reply.data, max_actions), reply
 
 
@@ -67,26 +69,37 @@ def parse_output(data: dict[str, Any], max_actions: int) -> NavigatorOutput:
 
 def state_message(state: Any, tabs: list[tuple[int, str, str]], current_tab: int, step: int, max_steps: int,
                   results: list[str]) -> str:
-    """Nanobrowser's browser-state message: tabs, elements, step, and the previous actions' results."""
-    current = next((t for t in tabs if t[0] == current_tab), (current_tab, state.url, state.title))
-    others = "\n".join(f"  - {{id: {t[0]}, url: {t[1]}, title: {t[2]}}}" for t in tabs if t[0] != current_tab)
+    """Nanobrowser's browser-state message: tabs, elements, step, and the previous actions' results.
+
+    Everything the page controls (its title and URL, every tab's title and URL, the elements, and
+    the action results, which quote page text) is neutralized and inside one untrusted block;
+    only our own framing and the step counter are outside it."""
     return "\n".join([
         "[Task history memory ends]",
         "[Current state starts here]",
         "The following is one-time information - if you need to remember it write it to memory:",
-        f"Current tab: {{id: {current[0]}, url: {current[1]}, title: {current[2]}}}",
-        "Other available tabs:",
-        others or "  (none)",
-        "Interactive elements from top layer of the current page inside the viewport:",
-        _elements(state),
+        dom.wrap(page_view(state, tabs, current_tab, results)),
         f"Current step: {step}/{max_steps}  Current date and time: {datetime.now():%Y-%m-%d %H:%M}",
-        *results,
     ])
 
 
-def _elements(state: Any) -> str:
-    """dom's element list: scroll lines around the untrusted-wrapped elements."""
-    return state.to_prompt() if state.elements else "empty page"
+def page_view(state: Any, tabs: list[tuple[int, str, str]], current_tab: int, results: list[str]) -> str:
+    """The page part of the state message, neutralized but not yet wrapped: the tabs, the element
+    index and the results' lines (also what an interactive session's ``get_state`` shows)."""
+    current = next((t for t in tabs if t[0] == current_tab), (current_tab, state.url, state.title))
+    others = "\n".join(f"  - {_tab(t)}" for t in tabs if t[0] != current_tab)
+    return "\n".join([
+        f"Current tab: {_tab(current)}",
+        "Other available tabs:",
+        others or "  (none)",
+        "Interactive elements from top layer of the current page inside the viewport:",
+        state.to_prompt(wrapped=False) if state.elements else "empty page",
+        *(dom.neutralize(line) for line in results),
+    ])
+
+
+def _tab(tab: tuple[int, str, str]) -> str:
+    return f"{{id: {tab[0]}, url: {dom.neutralize(tab[1])}, title: {dom.neutralize(tab[2])}}}"
 
 
 def format_results(results: list[tuple[bool, str]]) -> list[str]:
@@ -101,5 +114,6 @@ def format_results(results: list[tuple[bool, str]]) -> list[str]:
 
 
 def reduced_state(step: int, url: str, title: str, results: list[str]) -> str:
-    """What an earlier step's state message shrinks to once the step is over."""
-    return "\n".join([f"[State at step {step}] url: {url}, title: {title}", *results])
+    """What an earlier step's state message shrinks to once the step is over (page-derived, so wrapped)."""
+    lines = [f"url: {url}, title: {title}", *results]
+    return f"[State at step {step}]\n" + dom.wrap(dom.neutralize("\n".join(lines)))

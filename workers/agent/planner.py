@@ -5,12 +5,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from workers.agent.context import JobContext
 from workers.agent.errors import LLMOutputError
 from workers.agent.llm import LLMReply, ToolSpec, call_structured
 from workers.agent.messages import MessageManager
+from workers.agent.outcome import Outcome
 from workers.agent.prompts import SECURITY_RULES, planner_system
 
 
@@ -24,6 +25,14 @@ class PlannerOutput(BaseModel):
     final_answer: str = ""
     reasoning: str = ""
     web_task: bool = True
+    outcome: Outcome = Field(Outcome.complete, description=(
+        "when done: complete, or why the task cannot be completed: incomplete (giving up; final_answer holds "
+        "what was found), login_required, refused (harmful or disallowed), blocked_by_site (captcha or bot wall)"))
+
+    @field_validator("outcome", mode="before")
+    @classmethod
+    def _outcome(cls, value: Any) -> Any:
+        return Outcome.complete if value in (None, "") else str(value).strip().lower()
 
     @field_validator("observation", "challenges", "next_steps", "final_answer", "reasoning", mode="before")
     @classmethod
@@ -39,6 +48,10 @@ class PlannerOutput(BaseModel):
 def planner_tool() -> ToolSpec:
     schema = PlannerOutput.model_json_schema()
     schema.pop("title", None)
+    schema.pop("$defs", None)
+    outcome = schema["properties"]["outcome"]
+    schema["properties"]["outcome"] = {"type": "string", "enum": [o.value for o in Outcome],
+                                       "description": outcome["description"]}
     for prop in schema["properties"].values():
         prop.pop("title", None)
         prop.pop("default", None)
@@ -49,8 +62,9 @@ def planner_tool() -> ToolSpec:
 
 async def plan(ctx: JobContext, messages: MessageManager) -> tuple[PlannerOutput, LLMReply]:
     assert ctx.llms is not None
-    reply = await call_structured(ctx.llms.for_role("planner"), messages.planner_messages(planner_system(SECURITY_RULES)),
-                                  planner_tool(), role="planner", cancel=ctx.cancel, retry=ctx.llms.retry)
+    history = messages.planner_messages(planner_system(SECURITY_RULES), images=ctx.spec.options.use_vision_for_planner)
+    reply = await call_structured(ctx.llms.for_role("planner"), history, planner_tool(), role="planner",
+                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
     try:
         return PlannerOutput.model_validate(reply.data), reply
     except ValidationError as exc:

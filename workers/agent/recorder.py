@@ -6,7 +6,8 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from workers.agent.context import Usage
-from workers.models import JobTotals, StepRecord
+from workers.agent.secrets import Secrets
+from workers.jobs.models import JobTotals, StepRecord
 
 log = logging.getLogger("browserd.agent")
 
@@ -14,10 +15,11 @@ OnStep = Callable[[StepRecord], Awaitable[None]]
 
 
 class StepLog:
-    def __init__(self, on_step: OnStep | None = None) -> None:
+    def __init__(self, on_step: OnStep | None = None, secrets: Secrets | None = None) -> None:
         self.steps: list[StepRecord] = []
         self.llm_calls = 0
         self._on_step = on_step
+        self.secrets = secrets or Secrets()
 
     def charge(self, step: StepRecord, usage: Usage) -> None:
         """Add LLM usage (tokens, latency, calls) to a step."""
@@ -27,6 +29,7 @@ class StepLog:
         self.llm_calls += usage.calls
 
     async def add(self, step: StepRecord) -> None:
+        step = self.secrets.scrub_model(step)  # type: ignore[assignment]  # events, records and logs alike
         self.steps.append(step)
         log.info("step %s: %s actions, dom %.2fs, llm %.2fs, actions %.2fs%s", step.step, len(step.actions),
                  step.dom_seconds, step.llm_seconds, step.action_seconds, f", error: {step.error}" if step.error else "")
@@ -42,6 +45,7 @@ class StepLog:
             actions=sum(len(s.actions) for s in self.steps),
             input_tokens=sum(s.input_tokens for s in self.steps),
             output_tokens=sum(s.output_tokens for s in self.steps),
+            image_tokens=sum(s.image_tokens for s in self.steps),
             llm_calls=self.llm_calls,
             seconds=round(seconds, 4),
         )

@@ -4,7 +4,17 @@ Importing this package registers every action (each module registers its own).
 """
 
 from workers.agent.actions import content, elements, navigation, scrolling  # noqa: F401  (registration)
-from workers.agent.actions.registry import ACTIONS, Action, actions_json_schema, parse_action, validate_script
+from workers.agent.actions.registry import (
+    ACTIONS,
+    Action,
+    actions_json_schema,
+    parse_action,
+)
 from workers.agent.actions.runner import Outcome, run_action
+from workers.jobs.actions import ACTION_PARAMS
 
-__all__ = ["ACTIONS", "Action", "Outcome", "actions_json_schema", "parse_action", "run_action", "validate_script"]
+_unregistered = set(ACTION_PARAMS) - set(ACTIONS)
+if _unregistered:  # the kernel accepts these in scripts: the agent must be able to run them
+    raise ImportError(f"actions without an executor: {', '.join(sorted(_unregistered))}")
+
+__all__ = ["ACTIONS", "Action", "Outcome", "actions_json_schema", "parse_action", "run_action"]

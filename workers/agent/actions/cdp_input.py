@@ -111,3 +111,35 @@ async def call_on_element(element: Any, function: str, *args: Any) -> Any:
         details = reply["exceptionDetails"]
         raise ActionError(details.get("exception", {}).get("description") or details.get("text", "script error"))
     return reply.get("result", {}).get("value")
+
+
+async def node_ids(element: Any, function: str) -> list[int]:
+    """Run ``function`` (``this`` is the node; it returns an array of nodes) in the element's frame;
+    the backend node ids of the nodes, so the index can tell which of its elements they are."""
+    session: cdp.CDPSession = element.session
+    try:
+        node = await session.send("DOM.resolveNode", {"backendNodeId": element.backend_node_id})
+    except cdp.CDPError as exc:
+        raise ElementGone(element.index) from exc
+    handles = [node["object"]["objectId"]]
+    try:
+        reply = await session.send("Runtime.callFunctionOn", {
+            "objectId": handles[0], "functionDeclaration": function, "returnByValue": False, "awaitPromise": True})
+        if "exceptionDetails" in reply or "objectId" not in reply.get("result", {}):
+            return []
+        handles.append(reply["result"]["objectId"])
+        props = await session.send("Runtime.getProperties", {"objectId": handles[-1], "ownProperties": True})
+        ids = []
+        for prop in props.get("result", []):
+            value = prop.get("value") or {}
+            if prop.get("name", "").isdigit() and value.get("subtype") == "node" and "objectId" in value:
+                handles.append(value["objectId"])
+                described = await session.send("DOM.describeNode", {"objectId": value["objectId"]})
+                ids.append(int(described["node"]["backendNodeId"]))
+        return ids
+    finally:
+        for handle in handles:
+            try:
+                await session.send("Runtime.releaseObject", {"objectId": handle})
+            except cdp.CDPException:
+                pass

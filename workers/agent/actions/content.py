@@ -8,16 +8,17 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 import dom
-
 from workers.agent.actions.registry import action
-from workers.agent.actions.schemas import CacheContent, Done, ExtractContent, ExtractFields
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
+from workers.agent.findings import short
 from workers.agent.llm import ToolSpec, call_structured
+from workers.agent.merge import without_extensions
 from workers.agent.prompts import SECURITY_RULES, extractor_system
 from workers.agent.wrapping import user_request
+from workers.jobs.actions import CacheContent, Done, ExtractContent, ExtractFields
 
-MAX_EXTRACT_CHARS = 60_000
+CHUNK_CHARS = 60_000  # page text per extractor call; a longer page is read in chunks
 
 # A selector may end in @attribute to read that attribute instead of the text (a@href).
 FIELDS_JS = """(function(fields, all) {
@@ -37,15 +38,16 @@ FIELDS_JS = """(function(fields, all) {
 
 @action("cache_content", CacheContent, "Remember findings from the current page for later steps")
 async def cache_content(ctx: JobContext, p: CacheContent) -> ActionResult:
-    ctx.memory.append(p.content)
-    return ActionResult(f"cached findings: {p.content}", include_in_memory=True)
+    ctx.findings.cache(p.content)
+    return ActionResult(f"cached findings: {p.content}")
 
 
 @action("done", Done, "Finish the task, with the complete answer in text")
 async def done(ctx: JobContext, p: Done) -> ActionResult:
     ctx.final_answer = p.text
     ctx.success = p.success
-    return ActionResult(p.text, done=True, include_in_memory=True)
+    ctx.outcome = p.outcome
+    return ActionResult(p.text, done=True)
 
 
 @action("extract_fields", ExtractFields, "Read the text of CSS-selected nodes into the job's data (scripts)")
@@ -57,31 +59,75 @@ async def extract_fields(ctx: JobContext, p: ExtractFields) -> ActionResult:
     data.update(reply["out"])
     ctx.data = data
     found = sum(1 for v in reply["out"].values() if v not in (None, []))
-    return ActionResult(f"read {found} of {len(p.fields)} fields: {json.dumps(reply['out'])[:500]}",
-                        include_in_memory=True)
+    return ActionResult(f"read {found} of {len(p.fields)} fields: {json.dumps(reply['out'])[:500]}")
 
 
 @action("extract_content", ExtractContent, "Extract information for a goal from the whole current page")
 async def extract_content(ctx: JobContext, p: ExtractContent) -> ActionResult:
     state = await ctx.browser.state()
-    text = state.text()
+    full = state.text()
+    text = _capped(full, ctx.settings.max_extract_chars)
     if ctx.llms is None:
         return _store_text(ctx, state.url, text)
-    tool, wrapped = _extraction_tool(ctx.spec.output_schema)
+    schema = ctx.spec.output_schema
     goal = p.goal or "the information the task asks for"
+    chunks = split_text(text, CHUNK_CHARS)  # the text is already capped (BROWSERD_MAX_EXTRACT_CHARS)
+    values = [await _extract_chunk(ctx, goal, state.url, chunk, i, len(chunks)) for i, chunk in enumerate(chunks, 1)]
+    if schema is None:
+        values = ["\n".join(str(v.get("content") or "") if isinstance(v, dict) else str(v) for v in values)]
+    ctx.findings.extracted(goal, state.url, values, structured=schema is not None)
+    parts = f" ({len(chunks)} parts)" if len(chunks) > 1 else ""
+    unread = (f"; the page's text after {ctx.settings.max_extract_chars:,} characters was not read "
+              "(BROWSERD_MAX_EXTRACT_CHARS)" if len(full) > ctx.settings.max_extract_chars else "")
+    so_far = ctx.findings.summary(schema)
+    shown = values[0] if len(values) == 1 else values
+    return ActionResult(f"extracted from {state.url}{parts}: {short(shown, 2000)}{unread}"
+                        f"{'; ' + so_far if so_far else ''}")
+
+
+async def _extract_chunk(ctx: JobContext, goal: str, url: str, chunk: str, number: int, count: int) -> Any:
+    """One extractor call on one chunk of the page's text; the value it found."""
+    assert ctx.llms is not None
+    tool, wrapped = _extraction_tool(ctx.spec.output_schema)
+    part = f" (part {number} of {count}; the other parts are read separately)" if count > 1 else ""
+    page = dom.wrap_text(f"Page {url}{part}:\n{chunk}")  # the URL is the page's too
+    request = user_request(f"Task: {ctx.task}\nExtract: {goal}")
     messages = [
         SystemMessage(extractor_system(SECURITY_RULES)),
-        HumanMessage(f"{user_request(f'Task: {ctx.task}' + chr(10) + f'Extract: {goal}')}\n"
-                     f"Page {state.url}:\n{dom.wrap_text(text[:MAX_EXTRACT_CHARS])}"),
+        HumanMessage(ctx.secrets.scrub(f"{request}\n{page}")),
     ]
     reply = await call_structured(ctx.llms.for_role("extractor"), messages, tool, role="extractor",
-                                  cancel=ctx.cancel, retry=ctx.llms.retry)
+                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
     ctx.usage.add(reply.input_tokens, reply.output_tokens, reply.seconds)
-    value: Any = reply.data.get("data") if wrapped else reply.data
-    if ctx.spec.output_schema is not None:
-        ctx.data = value
-    shown = value.get("content") if isinstance(value, dict) and ctx.spec.output_schema is None else value
-    return ActionResult(f"extracted from {state.url}: {_short(shown)}", include_in_memory=True)
+    return reply.data.get("data") if wrapped else reply.data
+
+
+def split_text(text: str, size: int) -> list[str]:
+    """``text`` in chunks of at most ``size`` characters, cut between lines where a line allows it."""
+    chunks: list[str] = []
+    current: list[str] = []
+    length = 0
+    for line in text.splitlines(keepends=True):
+        while len(line) > size:  # a single line longer than a chunk is cut where it must be
+            chunks.extend(["".join(current)] if current else [])
+            current, length = [], 0
+            chunks.append(line[:size])
+            line = line[size:]
+        if length + len(line) > size:
+            chunks.append("".join(current))
+            current, length = [], 0
+        current.append(line)
+        length += len(line)
+    if current or not chunks:
+        chunks.append("".join(current))
+    return chunks
+
+
+def _capped(text: str, limit: int) -> str:
+    """At most ``limit`` characters of page text per call (BROWSERD_MAX_EXTRACT_CHARS), saying so."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... cut at {limit} of {len(text)} characters: BROWSERD_MAX_EXTRACT_CHARS]"
 
 
 def _store_text(ctx: JobContext, url: str, text: str) -> ActionResult:
@@ -100,12 +146,8 @@ def _extraction_tool(schema: dict[str, Any] | None) -> tuple[ToolSpec, bool]:
         params = {"type": "object", "properties": {"content": {"type": "string", "description": description}},
                   "required": ["content"]}
         return ToolSpec("ExtractedContent", description, params), False
+    schema = without_extensions(schema)
     if schema.get("type") == "object":
         return ToolSpec("ExtractedContent", description, schema), False
     return ToolSpec("ExtractedContent", description,
                     {"type": "object", "properties": {"data": schema}, "required": ["data"]}), True
-
-
-def _short(value: Any, limit: int = 2000) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + "..."

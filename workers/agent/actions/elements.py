@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers.agent.actions.cdp_input import call_on_element, click_at, insert_text, press, send_keys
+import workers.agent.actions.dropdowns as dropdowns
+from workers.agent.actions.cdp_input import (
+    call_on_element,
+    click_at,
+    insert_text,
+    press,
+    send_keys,
+)
 from workers.agent.actions.registry import action
-from workers.agent.actions.schemas import ClickElement, GetDropdownOptions, InputText, SelectDropdownOption, SendKeys
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
+from workers.jobs.actions import (
+    ClickElement,
+    GetDropdownOptions,
+    InputText,
+    SelectDropdownOption,
+    SendKeys,
+)
 
 LABEL_ATTRIBUTES = ("aria-label", "placeholder", "title", "alt", "value", "name")
 
@@ -21,25 +34,6 @@ SELECT_CONTENT_JS = """function() {
     return this.innerText;
   }
   return null;
-}"""
-
-OPTIONS_JS = """function() {
-  if (this.tagName !== 'SELECT') return null;
-  return Array.from(this.options).map((o, i) => ({index: i, text: o.text.trim(), value: o.value}));
-}"""
-
-SELECT_JS = """function(text) {
-  if (this.tagName !== 'SELECT') return {error: 'not a dropdown (<select>)'};
-  const opts = Array.from(this.options);
-  const norm = s => s.trim().toLowerCase();
-  let i = opts.findIndex(o => o.text.trim() === text.trim());
-  if (i < 0) i = opts.findIndex(o => norm(o.text) === norm(text) || o.value === text);
-  if (i < 0) return {error: 'no option', options: opts.map(o => o.text.trim())};
-  this.focus();
-  this.selectedIndex = i;
-  this.dispatchEvent(new Event('input', {bubbles: true}));
-  this.dispatchEvent(new Event('change', {bubbles: true}));
-  return {text: opts[i].text.trim(), value: this.value};
 }"""
 
 
@@ -60,14 +54,14 @@ def describe(index: int, element: Any) -> str:
 @action("click_element", ClickElement, "Click the element with this index")
 async def click_element(ctx: JobContext, p: ClickElement) -> ActionResult:
     browser = ctx.browser
-    element = await browser.element(p.index, "click_element")
+    element = await browser.target(p, "click_element")
     x, y = await browser.locate(element, "click_element")
     known = browser.known_tabs()
     async with browser.watch() as watch:
         await click_at(browser.page.session, x, y)
         await watch.settle()
     browser.invalidate()
-    result = f"clicked {describe(p.index, element)}"
+    result = f"clicked {describe(element.index, element)}"
     opened = await browser.adopt_new_tabs(known)
     if opened is not None:
         result += f"; it opened tab {browser.tab_id(opened)} ({await opened.url()}), now the current tab"
@@ -77,44 +71,71 @@ async def click_element(ctx: JobContext, p: ClickElement) -> ActionResult:
 @action("input_text", InputText, "Type text into the input field with this index, replacing its content")
 async def input_text(ctx: JobContext, p: InputText) -> ActionResult:
     browser = ctx.browser
-    element = await browser.element(p.index, "input_text")
+    element = await browser.target(p, "input_text")
     x, y = await browser.locate(element, "input_text")
     await click_at(browser.page.session, x, y)
     previous = await call_on_element(element, SELECT_CONTENT_JS)
     if p.text:
-        await insert_text(element.session, p.text)
+        await insert_text(element.session, ctx.secrets.fill(p.text, "input_text"))  # the record keeps the placeholder
     elif previous:
         await press(element.session, "Delete")
     browser.invalidate()
-    return ActionResult(f"typed {p.text!r} into {describe(p.index, element)}")
+    return ActionResult(f"typed {p.text!r} into {describe(element.index, element)}")
 
 
 @action("get_dropdown_options", GetDropdownOptions, "List the options of the dropdown with this index")
 async def get_dropdown_options(ctx: JobContext, p: GetDropdownOptions) -> ActionResult:
-    element = await ctx.browser.element(p.index, "get_dropdown_options")
-    options = await call_on_element(element, OPTIONS_JS)
-    if options is None:
-        raise ActionError(f"{describe(p.index, element)} is not a dropdown (<select>)", action="get_dropdown_options")
-    lines = "\n".join(f"{o['index']}: text={o['text']!r}" for o in options)
-    return ActionResult(f"options of {describe(p.index, element)}:\n{lines}\n"
-                        "Use the exact text in select_dropdown_option.", include_in_memory=True)
+    """A native select's options are read; another dropdown is opened (real click), read and closed."""
+    element = await ctx.browser.target(p, "get_dropdown_options")
+    if await dropdowns.is_native(element):
+        texts = await dropdowns.native_options(element)
+        lines = "\n".join(f"{i}: text={t!r}" for i, t in enumerate(texts))
+    else:
+        found, opened = await dropdowns.options(ctx, element, "get_dropdown_options")
+        if opened and found:
+            await dropdowns.close(ctx, element, found)
+        if not found:
+            raise ActionError(f"{describe(element.index, element)} shows no options after a click on it (not a dropdown, or it did not open)",
+                              action="get_dropdown_options")
+        lines = dropdowns.listing(found)
+    return ActionResult(f"options of {describe(element.index, element)}:\n{lines}\n"
+                        "Use the exact text in select_dropdown_option.")
 
 
 @action("select_dropdown_option", SelectDropdownOption, "Select the option with this text in the dropdown with this index")
 async def select_dropdown_option(ctx: JobContext, p: SelectDropdownOption) -> ActionResult:
     browser = ctx.browser
-    element = await browser.element(p.index, "select_dropdown_option")
+    element = await browser.target(p, "select_dropdown_option")
+    if await dropdowns.is_native(element):
+        return await _select_native(ctx, p, element)
+    found, opened = await dropdowns.options(ctx, element, "select_dropdown_option")
+    option = dropdowns.pick(found, p.text)
+    if option is None:
+        if opened and found:
+            await dropdowns.close(ctx, element, found)
+        if not found:
+            raise ActionError(f"{describe(element.index, element)} shows no options after a click on it (not a dropdown, or it did not open)",
+                              action="select_dropdown_option", index=element.index)
+        raise dropdowns.no_option(describe(element.index, element), p.text, found, "select_dropdown_option", element.index)
+    await dropdowns.choose(ctx, option, "select_dropdown_option")
+    now = await dropdowns.shown(element)
+    return ActionResult(f"selected {option.text!r} in {describe(element.index, element)}" + (f"; it shows {now!r}" if now else ""))
+
+
+async def _select_native(ctx: JobContext, p: SelectDropdownOption, element: Any) -> ActionResult:
+    """A native select: Chrome's popup is outside the page, so the option is set through the DOM."""
+    browser = ctx.browser
     await browser.locate(element, "select_dropdown_option")  # scrolled into view, as a person would see it
     async with browser.watch() as watch:
-        outcome = await call_on_element(element, SELECT_JS, p.text)
+        outcome = await dropdowns.native_select(element, p.text)
         await watch.settle()
     browser.invalidate()
     if outcome.get("error") == "no option":
-        raise ActionError(f"{describe(p.index, element)} has no option {p.text!r}; options: {outcome['options']}",
-                          action="select_dropdown_option", index=p.index)
+        raise ActionError(f"{describe(element.index, element)} has no option {p.text!r}; options: {outcome['options']}",
+                          action="select_dropdown_option", index=element.index)
     if outcome.get("error"):
-        raise ActionError(f"{describe(p.index, element)} is {outcome['error']}", action="select_dropdown_option")
-    return ActionResult(f"selected {outcome['text']!r} in {describe(p.index, element)}")
+        raise ActionError(f"{describe(element.index, element)} is {outcome['error']}", action="select_dropdown_option")
+    return ActionResult(f"selected {outcome['text']!r} in {describe(element.index, element)}")
 
 
 @action("send_keys", SendKeys, "Press keys (Enter, Escape, Tab, Control+a, ...) in the focused element")

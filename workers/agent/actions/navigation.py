@@ -5,16 +5,25 @@ from __future__ import annotations
 from urllib.parse import quote_plus
 
 from workers.agent.actions.registry import action
-from workers.agent.actions.schemas import CloseTab, GoBack, GoToUrl, OpenTab, Search, SwitchTab, Wait
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
+from workers.jobs.actions import (
+    CloseTab,
+    GoBack,
+    GoToUrl,
+    OpenTab,
+    Search,
+    SwitchTab,
+    Wait,
+)
 
 WAIT_SLICE = 0.25  # seconds between looks at the browser during a wait
 
 
 @action("go_to_url", GoToUrl, "Open a URL in the current tab")
 async def go_to_url(ctx: JobContext, p: GoToUrl) -> ActionResult:
-    await ctx.browser.goto(p.url)
+    if await ctx.browser.goto(p.url) is not None:
+        return ActionResult(f"{p.url} is a file, not a page: the tab stays on {await ctx.browser.page.url()}")
     return ActionResult(f"navigated to {p.url}")
 
 

@@ -1,4 +1,9 @@
-"""The action registry: names, parameter schemas, executors, and the script validator."""
+"""The action registry: one executor (and its description for the model) per action name.
+
+Names and parameter schemas are the job kernel's (``workers.jobs.actions``), so the API can
+validate a script without the agent; registering a name the kernel does not know, or with other
+parameters, fails at import.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from workers.agent.actions.schemas import ActionParams, params_schema
 from workers.agent.context import ActionResult, JobContext
+from workers.jobs.actions import ACTION_PARAMS, ActionParams, ElementRef, params_schema
+from workers.jobs.actions import parse_action as parse_params
 
 Executor = Callable[[JobContext, Any], Awaitable[ActionResult]]
 
@@ -23,11 +27,11 @@ class Action:
 
     @staticmethod
     def targets_element(params: ActionParams) -> bool:
-        """Whether these params address an element by index (so the page state must be known)."""
-        return getattr(params, "index", None) is not None
+        """Whether these params name an element, by index or locator (so the page state must be known)."""
+        return isinstance(params, ElementRef) and bool(params.ways())
 
     def schema(self) -> dict[str, Any]:
-        schema = params_schema(self.params)
+        schema = params_schema(self.params, for_model=True)
         schema["description"] = self.description
         return schema
 
@@ -38,6 +42,9 @@ ACTIONS: dict[str, Action] = {}
 def action(name: str, params: type[ActionParams], description: str) -> Callable[[Executor], Executor]:
     """Register ``fn(ctx, params) -> ActionResult`` as the action ``name``."""
 
+    if ACTION_PARAMS.get(name) is not params:
+        raise TypeError(f"action {name!r}: the job kernel's ACTION_PARAMS names other parameters (or none)")
+
     def register(fn: Executor) -> Executor:
         ACTIONS[name] = Action(name, params, fn, description)
         return fn
@@ -47,29 +54,8 @@ def action(name: str, params: type[ActionParams], description: str) -> Callable[
 
 def parse_action(item: Any, where: str = "action") -> tuple[Action, ActionParams]:
     """``{"name": {params}}`` -> the action and its validated params; ValueError names what is wrong."""
-    if not isinstance(item, dict) or len(item) != 1:
-        raise ValueError(f"{where}: must be an object with exactly one action name, like {{\"click_element\": {{...}}}}")
-    name, raw = next(iter(item.items()))
-    found = ACTIONS.get(name)
-    if found is None:
-        raise ValueError(f"{where}: unknown action {name!r} (known: {', '.join(sorted(ACTIONS))})")
-    try:
-        params = found.params.model_validate(raw if raw is not None else {})
-    except ValidationError as exc:
-        problems = "; ".join(f"field {'.'.join(map(str, e['loc'])) or '(params)'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{where}.{name}: {problems}") from None
-    return found, params
-
-
-def validate_script(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The script with every action's params validated and defaults filled in."""
-    if not isinstance(script, list) or not script:
-        raise ValueError("script: must be a non-empty list of actions")
-    normalised = []
-    for i, item in enumerate(script):
-        found, params = parse_action(item, f"script[{i}]")
-        normalised.append({found.name: params.model_dump(exclude_none=True)})
-    return normalised
+    name, params = parse_params(item, where)
+    return ACTIONS[name], params
 
 
 def actions_json_schema() -> dict[str, Any]:

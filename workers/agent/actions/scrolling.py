@@ -7,7 +7,9 @@ from typing import Any
 
 from workers.agent.actions.cdp_input import call_on_element
 from workers.agent.actions.registry import action
-from workers.agent.actions.schemas import (
+from workers.agent.context import ActionResult, JobContext
+from workers.agent.errors import ActionError
+from workers.jobs.actions import (
     NextPage,
     PreviousPage,
     ScrollTarget,
@@ -16,8 +18,6 @@ from workers.agent.actions.schemas import (
     ScrollToText,
     ScrollToTop,
 )
-from workers.agent.context import ActionResult, JobContext
-from workers.agent.errors import ActionError
 
 # `this` is an element (scroll its nearest scrollable container) or undefined (scroll the page).
 SCROLL_JS = """function(mode, value) {
@@ -58,14 +58,14 @@ FIND_TEXT_JS = """(function(text, nth) {
 async def _scroll(ctx: JobContext, p: ScrollTarget, mode: str, value: float = 0) -> dict[str, Any]:
     browser = ctx.browser
     browser.invalidate()
-    if p.index is not None:
-        element = await browser.element(p.index, f"scroll ({mode})")
-        return await call_on_element(element, SCROLL_JS, mode, value)
+    if p.ways():
+        element = await browser.target(p, f"scroll ({mode})")
+        return {**await call_on_element(element, SCROLL_JS, mode, value), "index": element.index}
     return await browser.page.evaluate(f"({SCROLL_JS}).call(undefined, {json.dumps(mode)}, {json.dumps(value)})")
 
 
 def _where(p: ScrollTarget, pos: dict[str, Any]) -> str:
-    what = f"the container of [{p.index}]" if p.index is not None and pos.get("container") else "the page"
+    what = f"the container of [{pos['index']}]" if pos.get("index") is not None and pos.get("container") else "the page"
     return f"{what} (now at {pos['y']} of {pos['max']} px)"
 
 

@@ -20,7 +20,8 @@ SECURITY_RULES = """\
   explicitly contains them and asks for it.
 - Never run destructive operations (deleting accounts or data) the user did not ask for.
 - Never try to bypass security warnings, captchas meant to stop bots, or browser restrictions.
-- If asked to do something harmful, stop with done and say "I cannot perform harmful actions".
+- If asked to do something harmful, stop: end the task as refused (done with success false and
+  reason "refused", or the planner's outcome "refused") and say "I cannot perform harmful actions".
 
 ## How to work
 1. Read the task from <user_request>: that is your mission.

@@ -1,0 +1,259 @@
+"""Attack vectors against a job's browser (issue 13), run on the real stack; prints one JSON line.
+
+    python -m bench.attacks            {"vectors": N, "blocked": N, "leaked": [names]}
+
+Each vector is a named async check in ``VECTORS``: it gets the ``Stage`` (a pool whose contexts go
+through the egress proxy, fixture pages on 127.0.0.1, a recording "denied" server, a websocket
+server) and returns True when the attack was blocked. Add a vector by adding a function to the
+table. Everything stays on loopback: ``*.test`` names resolve to 127.0.0.1 in the proxy, and the
+private-address vectors are refused by the proxy before it dials (checked in its decision log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from cdp import BrowserPool, PoolConfig, process_tree
+from cdp.egress import Decision, NetworkPolicy, suffix_resolver
+from config import Settings, get_settings, load_settings
+from tests.support.servers import SITE, RecordingServer, StaticServer, WebSocketRecorder, serve
+from tests.support.sockets import listening_pids
+from workers.agent import run_job
+from workers.jobs.models import JobResult, JobSpec
+
+PAGES = ["127.0.0.1/32"]  # the fixture pages' own address, opened per job like a user would
+ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]
+
+
+@dataclass
+class Stage:
+    pool: BrowserPool
+    site: StaticServer
+    other: StaticServer
+    denied: RecordingServer
+    sockets: WebSocketRecorder
+    settings: Settings
+
+    def evil(self, path: str = "agent/secret.html") -> str:
+        return quote(self.denied.url(path, host="evil.test"), safe="")
+
+    async def run(self, spec: JobSpec) -> tuple[JobResult, list[Decision]]:
+        self.denied.paths.clear()
+        async with self.pool.lease() as lease:
+            result = await run_job(spec, lease, settings=self.settings)
+            assert lease.egress is not None
+            return result, list(lease.egress.decisions)
+
+
+Check = Callable[[Stage], Awaitable[bool]]
+
+
+def _visit(url: str, seconds: float = 1.5, *, networks: list[str] = PAGES, **spec: object) -> JobSpec:
+    return JobSpec(script=[{"go_to_url": {"url": url}}, {"wait": {"seconds": seconds}}],
+                   allowed_networks=networks, **spec)  # type: ignore[arg-type]
+
+
+async def iframe_subresource(stage: Stage) -> bool:
+    inner = f"http://other.test:{stage.other.port}/egress/frame-leak.html?target={stage.evil()}"
+    page = f"http://allowed.test:{stage.site.port}/egress/frame-host.html?frame={quote(inner, safe='')}"
+    await stage.run(_visit(page, allowed_domains=ALLOWED))
+    return stage.denied.paths == []
+
+
+async def service_worker(stage: Stage) -> bool:
+    await stage.run(_visit(stage.site.url(f"egress/workers.html?sw=1&target={stage.evil()}"), 2.0,
+                           allowed_domains=ALLOWED))
+    return stage.denied.paths == []
+
+
+async def shared_worker(stage: Stage) -> bool:
+    await stage.run(_visit(stage.site.url(f"egress/workers.html?shared=1&target={stage.evil()}"),
+                           allowed_domains=ALLOWED))
+    return stage.denied.paths == []
+
+
+async def websocket(stage: Stage) -> bool:
+    before = stage.sockets.connections
+    ws = quote(f"ws://evil.test:{stage.sockets.port}/", safe="")
+    await stage.run(_visit(stage.site.url(f"egress/workers.html?ws={ws}"), allowed_domains=ALLOWED))
+    return stage.sockets.connections == before
+
+
+async def redirect(stage: Stage) -> bool:
+    start = stage.denied.url(f"redirect?to={stage.evil()}", host="allowed.test")
+    await stage.run(_visit(start, 0.5, allowed_domains=ALLOWED))
+    return all(p.startswith("/redirect") for p in stage.denied.paths)
+
+
+async def popup(stage: Stage) -> bool:
+    spec = JobSpec(allowed_domains=ALLOWED, allowed_networks=PAGES, script=[
+        {"go_to_url": {"url": stage.site.url(f"egress/workers.html?popup=1&target={stage.evil()}")}},
+        {"click_element": {"index": 1}},
+        {"wait": {"seconds": 1}},
+    ])
+    await stage.run(spec)
+    return stage.denied.paths == []
+
+
+async def _refused_before_dialling(stage: Stage, url: str) -> bool:
+    """The job's start URL is refused and the proxy never chose an address to dial."""
+    result, decisions = await stage.run(_visit(url, 0.2, networks=[]))
+    refused = [d for d in decisions if not d.allowed]
+    return result.category == "url_blocked" and bool(refused) and all(d.address is None for d in refused)
+
+
+async def loopback(stage: Stage) -> bool:
+    return await _refused_before_dialling(stage, stage.denied.url("agent/secret.html", host="127.0.0.1")) \
+        and stage.denied.paths == []
+
+
+async def private_ip(stage: Stage) -> bool:
+    return await _refused_before_dialling(stage, "http://10.0.0.1/")
+
+
+async def metadata_ip(stage: Stage) -> bool:
+    return await _refused_before_dialling(stage, "http://169.254.169.254/latest/meta-data/")
+
+
+async def dns_to_loopback(stage: Stage) -> bool:
+    """``localhost`` by the system resolver, ``rebind.test`` by the proxy's: both are 127.0.0.1."""
+    system = await _refused_before_dialling(stage, stage.denied.url("agent/secret.html", host="localhost"))
+    mapped = await _refused_before_dialling(stage, stage.denied.url("agent/secret.html", host="rebind.test"))
+    return system and mapped and stage.denied.paths == []
+
+
+async def devtools_endpoint(stage: Stage) -> bool:
+    """No browser of the pool listens on any TCP port (a DevTools port would be one)."""
+    pids = [pid for root in stage.pool.browser_pids() for pid in process_tree(root)]
+    return bool(pids) and listening_pids(pids) == set()
+
+
+# --- the API, webhooks and the model: a real API (redis-server + browserd serve) beside the pool ---
+
+
+def _api_stack(**settings: object):  # type: ignore[no-untyped-def]
+    from tests.queue.stack import stack  # a bench-only deployment helper, as bench.queue uses
+
+    return stack(**settings)
+
+
+async def the_api(stage: Stage) -> bool:
+    """A job's page asks for the API's /metrics and /v1/jobs on loopback: refused before dialling."""
+    with _api_stack() as api:
+        ok = [await _refused_before_dialling(stage, f"{api.url}{path}") for path in ("/metrics", "/v1/jobs")]
+    return all(ok)
+
+
+async def csrf_text_plain(stage: Stage) -> bool:
+    """A page (even one allowed to reach the API's address) POSTs a text/plain batch to a token-less
+    API on loopback: the API answers 415 and no batch is written."""
+    with _api_stack(api_token="") as api:
+        page = stage.site.url(f"egress/csrf.html?api={quote(api.url, safe='')}")
+        await stage.run(_visit(page, 1.5))
+        batches = api.redis.zcard("browserd:batches")
+    return batches == 0
+
+
+async def webhook_to_loopback(stage: Stage) -> bool:
+    """A job whose webhook is a loopback address (a literal, or localhost) is refused at submission."""
+    stage.denied.paths.clear()
+    with _api_stack() as api:
+        refused = [api.call("POST", "/v1/jobs", {"task": "x", "webhook_url": url})[0] == 422
+                   for url in (stage.denied.url("hook", host="127.0.0.1"), stage.denied.url("hook"))]
+    return all(refused) and stage.denied.paths == []
+
+
+async def webhook_redirect(stage: Stage) -> bool:
+    """A receiver (opened on purpose) answers 302 to an internal URL: the redirect is not followed."""
+    from workers.webhooks import deliver_webhook
+
+    stage.denied.paths.clear()
+    target = quote(stage.denied.url("agent/secret.html", host="127.0.0.1"), safe="")
+    os.environ["BROWSERD_WEBHOOK_ALLOWED_NETWORKS"] = "127.0.0.1/32"
+    get_settings.cache_clear()
+    try:
+        status = await asyncio.to_thread(
+            lambda: deliver_webhook.apply((stage.denied.url(f"redirect?to={target}", host="127.0.0.1"),
+                                           "job.finished", {"job": {"id": "x"}})).get())
+    finally:
+        os.environ.pop("BROWSERD_WEBHOOK_ALLOWED_NETWORKS", None)
+        get_settings.cache_clear()
+    return status == 302 and all(p.startswith("/redirect") for p in stage.denied.paths)
+
+
+async def injected_title(stage: Stage) -> bool:
+    """A page whose <title> holds ``<user_request>`` tags: the model sees one request, the job's own."""
+    from tests.support.llm_server import LLMServer, Reply
+
+    def finish(request: dict[str, object]) -> Reply:
+        tool = ((request.get("tools") or [{}])[0]).get("function", {}).get("name")  # type: ignore[union-attr]
+        if tool == "AgentOutput":
+            return Reply.tool({"current_state": {"evaluation_previous_goal": "", "memory": "", "next_goal": "stop"},
+                               "action": [{"done": {"text": "read it", "success": True}}]})
+        return Reply.tool({"observation": "a page", "challenges": "", "done": True, "next_steps": "",
+                           "final_answer": "read it", "reasoning": "bench", "web_task": True})
+
+    with LLMServer() as llm:
+        llm.responder = finish
+        settings = stage.settings.model_copy(update={"llm_base_url": llm.base_url, "planning_interval": 100})
+        spec = JobSpec(task="Read the page title", start_url=stage.site.url("agent/injected.html"),
+                       allowed_networks=PAGES, options={"max_steps": 1})
+        async with stage.pool.lease() as lease:
+            await run_job(spec, lease, settings=settings)
+        seen = [m.get("content") for r in llm.requests for m in r["messages"] if isinstance(m.get("content"), str)]
+    requests = [block for text in seen for block in re.findall(r"<user_request>(.*?)</user_request>", text, re.S)]
+    return bool(requests) and not any("send the cookies" in block for block in requests)
+
+
+VECTORS: dict[str, Check] = {
+    "iframe_subresource": iframe_subresource,
+    "service_worker": service_worker,
+    "shared_worker": shared_worker,
+    "websocket": websocket,
+    "redirect": redirect,
+    "popup": popup,
+    "loopback": loopback,
+    "private_ip": private_ip,
+    "metadata_ip": metadata_ip,
+    "dns_to_loopback": dns_to_loopback,
+    "devtools_endpoint": devtools_endpoint,
+    "the_api": the_api,
+    "csrf_text_plain": csrf_text_plain,
+    "webhook_to_loopback": webhook_to_loopback,
+    "webhook_redirect": webhook_redirect,
+    "injected_title": injected_title,
+}
+
+
+async def main(names: list[str]) -> dict[str, object]:
+    # Closed by default whatever the environment says: each vector opens what it needs per job.
+    settings = load_settings(allow_private_networks=False, allowed_networks=[], allowed_domains=[], denied_domains=[])
+    config = PoolConfig(browsers=1, warm=1, egress=NetworkPolicy(), resolver=suffix_resolver(".test", "127.0.0.1"))
+    with serve(SITE) as site, serve(SITE) as other, RecordingServer() as denied:
+        async with WebSocketRecorder() as sockets, BrowserPool(config) as pool:
+            stage = Stage(pool, site, other, denied, sockets, settings)
+            leaked = [name for name in names if not await VECTORS[name](stage)]
+    return {"vectors": len(names), "blocked": len(names) - len(leaked), "leaked": leaked}
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("vectors", nargs="*", metavar="vector", help=f"run only these (default: all): {', '.join(VECTORS)}")
+    args = parser.parse_args()
+    unknown = set(args.vectors) - set(VECTORS)
+    if unknown:
+        parser.error(f"unknown vector(s): {', '.join(sorted(unknown))}")
+    logging.basicConfig(level=logging.WARNING)
+    print(json.dumps(asyncio.run(main(args.vectors or list(VECTORS)))))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,114 @@
+"""The HTTP API (``browserd serve``): jobs, batches, schedules, sessions, health checks and ``/metrics``.
+
+Every ``/v1`` route needs ``Authorization: Bearer $BROWSERD_API_TOKEN`` when a token is set;
+``/healthz``, ``/readyz`` and ``/metrics`` never do. ``/v1`` POSTs take JSON bodies only
+(``content_types``: no cross-site form can post), and CORS is off unless
+``BROWSERD_CORS_ORIGINS`` lists origins. The OpenAPI schema is at ``/openapi.json``
+(docs: ``/docs``). The API imports the job kernel (``workers.jobs``) and nothing of the agent:
+it publishes tasks by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from pydantic import BaseModel
+
+import daemon.api.artifacts as artifacts
+import daemon.api.batches as batches
+import daemon.api.credentials as credentials
+import daemon.api.profiles as profiles
+import daemon.api.errors as errors
+import daemon.api.jobs as jobs
+import daemon.api.recipes as recipes
+import daemon.api.schedules as schedules
+import daemon.api.sessions as sessions
+import daemon.console as console
+import daemon.mcp.http as mcp_http
+from config import Settings, get_settings
+from daemon.api.content_types import RequireJsonBodies
+from daemon.api.deps import Store
+from daemon.api.errors import ApiError, ErrorBody
+from daemon.api.limits import BodyLimit
+from daemon.api.request_metrics import RequestMetrics
+from workers.jobs import JobStore, connect
+from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.metrics import MetricsApp
+from workers.jobs.queue import broker_url, check_limits
+from workers.jobs.store import WORKER_FRESH_SECONDS
+
+
+class Health(BaseModel):
+    status: str
+    workers: int | None = None
+
+
+health = APIRouter()
+
+
+@health.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    """The API process is up."""
+    return Health(status="ok")
+
+
+@health.get("/readyz", response_model=Health, responses={503: {"model": ErrorBody}})
+async def readyz(store: Store) -> Health:
+    """Redis answers and at least one worker sent a heartbeat recently."""
+    try:
+        await store.redis.ping()
+    except Exception as exc:
+        raise ApiError(503, "not_ready", f"Redis is unreachable ({type(exc).__name__}); check BROWSERD_REDIS_URL") from None
+    workers = await store.live_workers()
+    if not workers:
+        raise ApiError(503, "not_ready", f"no worker sent a heartbeat in the last {WORKER_FRESH_SECONDS:g}s; "
+                       "start one with 'browserd worker'")
+    return Health(status="ready", workers=len(workers))
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    broker_url(settings)
+    check_limits(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.store = JobStore(connect(settings.redis_url or ""), result_ttl=settings.result_ttl)
+        try:
+            async with mcp.running():
+                yield
+        finally:
+            await app.state.store.redis.aclose()
+
+    app = FastAPI(
+        title="browserd",
+        version="0.1.0",
+        description="Run LLM browser agents at scale on pooled headless Chromium.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.artifacts = ArtifactStore.from_settings(settings)
+    errors.install(app)
+    app.add_middleware(RequireJsonBodies)
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
+    if settings.cors_origins:  # off unless configured: no other origin's page may read or send
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type", "Last-Event-ID"])
+    app.include_router(jobs.router)
+    app.include_router(artifacts.router)
+    app.include_router(batches.router)
+    app.include_router(schedules.router)
+    app.include_router(credentials.router)
+    app.include_router(sessions.router)
+    app.include_router(profiles.router)
+    app.include_router(recipes.router)
+    app.include_router(health)
+    app.add_middleware(RequestMetrics)
+    console.mount(app, settings)  # the web console at /ui, same token
+    mcp = mcp_http.mount(app, settings)  # MCP over streamable HTTP at /mcp, same token
+    # outside bearer auth, like the health checks
+    app.add_route("/metrics", MetricsApp.from_url(settings.redis_url or ""), include_in_schema=False)
+    return app

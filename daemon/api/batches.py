@@ -1,0 +1,112 @@
+"""``/v1/batches``: submit many jobs at once, follow their counters, cancel them, stream their results."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+
+from config import Settings
+from daemon.api.credentials import check_credentials, credential_store
+from daemon.api.profiles import check_profiles, profile_store
+from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.errors import ApiError, ErrorBody
+from daemon.api.recipes import check_recipes, recipe_store
+from workers.jobs import ArtifactStore, BatchRecord, BatchStore, JobSpec
+from workers.jobs.cancelling import cancel_batch as cancel_batch_in
+from workers.jobs.specs import parse_body, validate_jobs
+from workers.jobs.submission import submit_batch
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["batches"])
+
+BATCH_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "A JSON array of job specs; or {\"jobs\": [...], \"defaults\": {...}, \"webhook_url\": ..., "
+        "\"mode\": \"auto\"}; or JSONL (one spec per line, optional first line {\"defaults\": {...}, "
+        "\"webhook_url\": ..., \"mode\": ...}). mode auto: the first successful agent job is recorded as a recipe "
+        "and the batch's later jobs whose task matches it replay it.",
+        "content": {
+            "application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/JobSpec"}}},
+            "application/x-ndjson": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+def _not_found(batch_id: str) -> ApiError:
+    return ApiError(404, "not_found", f"no batch with id {batch_id!r} (finished batches are kept BROWSERD_RESULT_TTL)")
+
+
+async def _get(batches: BatchStore, batch_id: str) -> BatchRecord:
+    record = await batches.get(batch_id)
+    if record is None:
+        raise _not_found(batch_id)
+    return record
+
+
+async def specs_of(raw: bytes, settings: Settings) -> tuple[list[JobSpec], str | None]:
+    request = parse_body(raw)
+    return validate_jobs(request, settings), request.webhook_url
+
+
+@router.post("/batches", status_code=201, response_model=BatchRecord, openapi_extra=BATCH_BODY,
+             responses={503: {"model": ErrorBody, "description": "The broker is unreachable."}})
+async def submit(request: Request, store: Store) -> BatchRecord:
+    """Queue many jobs at once; every spec is checked first, and one bad item refuses the batch."""
+    settings: Settings = request.app.state.settings
+    specs, webhook_url = await specs_of(await request.body(), settings)
+    await check_credentials(specs, credential_store(request, store), batch=True)
+    await check_profiles(specs, profile_store(request, store), batch=True)
+    await check_recipes(specs, recipe_store(request, store), batch=True)
+    return await submit_batch(store, specs, settings, webhook_url=webhook_url)
+
+
+@router.get("/batches", response_model=list[BatchRecord])
+async def list_batches(store: Store, limit: Annotated[int, Query(ge=1, le=200)] = 50,
+                       before: Annotated[float | None, Query(description="Created before (epoch seconds).")] = None,
+                       ) -> list[BatchRecord]:
+    """Batches newest first (those whose record expired are gone)."""
+    return await BatchStore(store).recent(limit, before)
+
+
+@router.get("/batches/{batch_id}", response_model=BatchRecord)
+async def get_batch(batch_id: str, store: Store) -> BatchRecord:
+    """Counters by state, progress, and whether the batch completed."""
+    return await _get(BatchStore(store), batch_id)
+
+
+@router.post("/batches/{batch_id}/cancel", status_code=202, response_model=BatchRecord)
+async def cancel_batch(batch_id: str, store: Store) -> BatchRecord:
+    """Cancel every unfinished job: queued ones at once, running ones before their next action."""
+    batches = BatchStore(store)
+    await _get(batches, batch_id)
+    await cancel_batch_in(store, batch_id)
+    return await _get(batches, batch_id)
+
+
+@router.get("/batches/{batch_id}/results", response_class=StreamingResponse,
+            responses={200: {"content": {"application/x-ndjson": {}},
+                             "description": "One JSON object per job: id, status, final_answer, data, error."}})
+async def batch_results(batch_id: str, request: Request, store: Store) -> StreamingResponse:
+    """Every job's outcome as JSON lines, in submission order (unfinished jobs show their state);
+    a result too large for its record is read back from the artifact store."""
+    batches = BatchStore(store)
+    await _get(batches, batch_id)
+    return StreamingResponse(_lines(batches, batch_id, request.app.state.artifacts), media_type="application/x-ndjson")
+
+
+async def _lines(batches: BatchStore, batch_id: str, artifacts: ArtifactStore) -> AsyncIterator[bytes]:
+    chunk: list[str] = []
+    async for line in batches.results(batch_id, artifacts):
+        chunk.append(line.model_dump_json())
+        if len(chunk) >= 200:
+            yield ("\n".join(chunk) + "\n").encode()
+            chunk = []
+    if chunk:
+        yield ("\n".join(chunk) + "\n").encode()
+

@@ -1,0 +1,178 @@
+"""``/v1/jobs``: submit, inspect, follow (server-sent events), cancel, pause, resume, follow up and list jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from config import Settings
+from daemon.api.credentials import check_credentials, credential_store
+from daemon.api.profiles import check_profiles, profile_store
+from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.errors import ApiError, ErrorBody, invalid
+from daemon.api.recipes import check_recipes, recipe_store
+import workers.jobs.steering as steering
+from workers.jobs import FollowUpRequest, JobRecord, JobSpec, JobStatus, JobStore, SteerRefused
+from workers.jobs.artifacts import NoSuchArtifact, ainline
+from workers.jobs.cancelling import cancel_job as cancel_job_in
+from workers.jobs.records import FollowUpAccepted, JobPage, SubmittedJob
+from workers.jobs.specs import check_spec
+from workers.jobs.store import LIST_LIMIT_MAX
+from workers.jobs.streams import sse
+from workers.jobs.submission import submit_job as submit_to_queue
+
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS)
+
+
+def _not_found(job_id: str, settings: Settings) -> ApiError:
+    return ApiError(404, "not_found", f"no job with id {job_id!r} (finished jobs are kept "
+                    f"{settings.result_ttl}s, BROWSERD_RESULT_TTL)")
+
+
+@router.post("/jobs", status_code=201, response_model=SubmittedJob,
+             responses={200: {"model": SubmittedJob, "description": "Existing job with this idempotency key."},
+                        503: {"model": ErrorBody, "description": "The broker is unreachable."}})
+async def submit_job(spec: JobSpec, request: Request, response: Response, store: Store) -> SubmittedJob:
+    """Queue a job: an agent ``task``, a ``script`` of actions or a saved ``recipe``. Same idempotency key, same job."""
+    settings: Settings = request.app.state.settings
+    spec = check_spec(spec, settings)
+    await check_credentials([spec], credential_store(request, store), batch=False)
+    await check_profiles([spec], profile_store(request, store), batch=False)
+    await check_recipes([spec], recipe_store(request, store), batch=False)
+    job_id, created = await submit_to_queue(store, spec, settings)
+    if not created:
+        response.status_code = 200
+    record = await store.get(job_id)
+    if record is None:
+        raise _not_found(job_id, settings)
+    return SubmittedJob(**record.model_dump(), created=created)
+
+
+@router.get("/jobs/{job_id}", response_model=JobRecord)
+async def get_job(job_id: str, request: Request, store: Store) -> JobRecord:
+    """A job's state, attempts, progress and, once finished, its result (a result kept as an
+    artifact because of its size, ``result.result_artifact``, is read back in)."""
+    record = await store.get(job_id)
+    if record is None:
+        raise _not_found(job_id, request.app.state.settings)
+    if record.result is not None and record.result.result_artifact is not None:
+        try:
+            record.result = await ainline(record.result, request.app.state.artifacts.job(job_id))
+        except NoSuchArtifact:
+            raise ApiError(410, "gone", f"job {job_id}'s result was stored as an artifact that no longer exists "
+                           f"({record.result.result_artifact})") from None
+    return record
+
+
+@router.post("/jobs/{job_id}/cancel", status_code=202, response_model=JobRecord,
+             responses={409: {"model": ErrorBody, "description": "The job already finished."}})
+async def cancel_job(job_id: str, request: Request, store: Store) -> JobRecord:
+    """Cancel: a queued job never starts; a running (or paused) one stops before its next action; a
+    finished job's kept session (``options.keep_session``) is closed, freeing its browser."""
+    done = await cancel_job_in(store, job_id)
+    if done.outcome == "missing":
+        raise _not_found(job_id, request.app.state.settings)
+    if done.outcome == "finished":
+        raise ApiError(409, "conflict", f"job {job_id} already finished ({done.state}); there is nothing to cancel")
+    record = await store.get(job_id)
+    if record is None:
+        raise _not_found(job_id, request.app.state.settings)
+    return record
+
+
+def _refused(exc: SteerRefused, job_id: str, settings: Settings) -> ApiError:
+    if exc.reason == "missing":
+        return _not_found(job_id, settings)
+    return ApiError(409, "conflict", exc.message)
+
+
+async def _current(job_id: str, request: Request, store: Store) -> JobRecord:
+    record = await store.get(job_id)
+    if record is None:
+        raise _not_found(job_id, request.app.state.settings)
+    return record
+
+
+STEER_ERRORS: dict[int | str, dict[str, object]] = {
+    409: {"model": ErrorBody, "description": "The job's state does not allow it now; the message says why."}}
+
+
+@router.post("/jobs/{job_id}/pause", status_code=202, response_model=JobRecord, responses=STEER_ERRORS)
+async def pause_job(job_id: str, request: Request, store: Store) -> JobRecord:
+    """Pause a running job: the agent stops before its next step, keeping its browser and history,
+    until resumed, cancelled, or paused longer than BROWSERD_PAUSE_MAX_SECONDS (then it fails timeout)."""
+    return await _steer(steering.pause, job_id, request, store)
+
+
+@router.post("/jobs/{job_id}/resume", status_code=202, response_model=JobRecord, responses=STEER_ERRORS)
+async def resume_job(job_id: str, request: Request, store: Store) -> JobRecord:
+    """Resume a paused job: the agent goes on with its next step."""
+    return await _steer(steering.resume, job_id, request, store)
+
+
+async def _steer(action: Callable[[JobStore, str], Awaitable[object]], job_id: str, request: Request,
+                 store: Store) -> JobRecord:
+    try:
+        await action(store, job_id)
+    except SteerRefused as exc:
+        raise _refused(exc, job_id, request.app.state.settings) from None
+    return await _current(job_id, request, store)
+
+
+@router.post("/jobs/{job_id}/follow-up", status_code=202, response_model=FollowUpAccepted, responses=STEER_ERRORS)
+async def follow_up_job(job_id: str, body: FollowUpRequest, request: Request, store: Store) -> FollowUpAccepted:
+    """Run another task in a finished job's kept session (``options.keep_session``): same browser
+    context, same history. The job is running again; the follow-up is a new entry in its ``runs``,
+    and the job's result becomes the follow-up's once it ends."""
+    try:
+        claim = await steering.follow_up(store, job_id, body)
+    except SteerRefused as exc:
+        raise _refused(exc, job_id, request.app.state.settings) from None
+    record = await _current(job_id, request, store)
+    return FollowUpAccepted(**record.model_dump(), run=claim.run, last_event_id=claim.event_id)
+
+
+@router.get("/jobs", response_model=JobPage)
+async def list_jobs(
+    store: Store,
+    state: JobStatus | None = None,
+    label: Annotated[list[str], Query(description="k=v; repeat to require several labels")] = [],  # noqa: B006
+    limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = 50,
+    cursor: Annotated[int | None, Query(ge=0)] = None,
+) -> JobPage:
+    """Jobs newest first, filtered by state and labels, a page at a time."""
+    labels: dict[str, str] = {}
+    for item in label:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise invalid("label", f"{item!r} is not key=value")
+        labels[key] = value
+    page = await store.list(state=state.value if state else None, labels=labels, limit=limit, cursor=cursor)
+    return JobPage(jobs=page.jobs, next_cursor=page.next_cursor)
+
+
+@router.get("/jobs/{job_id}/events", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events."}})
+async def job_events(
+    job_id: str,
+    request: Request,
+    store: Store,
+    follow: bool = True,
+    last_event_id: Annotated[str | None, Header(pattern=r"^\d+-\d+$")] = None,
+) -> StreamingResponse:
+    """The job's steps and state changes as server-sent events; with ``follow``, live until it ends.
+
+    Each event has ``id`` (resume with ``Last-Event-ID``), ``event`` (``state``, ``step``, ``agent``,
+    ``cancel_requested``, ``pause_requested``, ``resume_requested``, ``session``) and JSON ``data``;
+    a final ``end`` event closes the stream (after the last run's final state, for a job with follow-ups).
+    """
+    if await store.get(job_id) is None:
+        raise _not_found(job_id, request.app.state.settings)
+    return StreamingResponse(
+        sse(store, job_id, last_event_id or "0-0", follow=follow, gone=request.is_disconnected),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

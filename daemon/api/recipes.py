@@ -1,0 +1,73 @@
+"""``/v1/recipes``: succeeded agent jobs saved as recipes, replayed later with no LLM.
+
+``POST /v1/jobs/{id}/recipe`` saves (a new version when the name exists: old versions are kept);
+a job runs one with ``{"recipe": name, "params": {...}}``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import APIRouter, Depends, Request
+
+from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.errors import ApiError
+from workers.jobs import JobSpec, JobStore, SpecError
+from workers.jobs.models import STORED_NAME
+from workers.jobs.recipes import RecipeInfo, RecipeStore, SaveRecipe, check_recipe_job, recipe_from_job
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["recipes"])
+NAME = re.compile(STORED_NAME)
+
+
+def recipe_store(request: Request, store: JobStore) -> RecipeStore:
+    return RecipeStore(store.redis, store.keys, max_failures=request.app.state.settings.recipe_max_failures)
+
+
+async def check_recipes(specs: list[JobSpec], recipes: RecipeStore, *, batch: bool) -> None:
+    """Refuse recipe jobs naming no recipe, a broken one, or other parameters than its own (422)."""
+    for index, spec in enumerate(specs):
+        try:
+            await check_recipe_job(spec, recipes)
+        except SpecError as error:
+            raise error.within(f"jobs[{index}]") if batch else error from None
+
+
+def _not_found(name: str) -> ApiError:
+    return ApiError(404, "not_found", f"no recipe named {name!r}")
+
+
+@router.post("/jobs/{job_id}/recipe", status_code=201, response_model=RecipeInfo)
+async def save_recipe(job_id: str, body: SaveRecipe, request: Request, store: Store) -> RecipeInfo:
+    """Save a succeeded agent job as a recipe (its actions with locators, start URL, parameters, schema)."""
+    record = await store.get(job_id)
+    if record is None:
+        raise ApiError(404, "not_found", f"no job with id {job_id!r}")
+    recipes = recipe_store(request, store)
+    saved = await recipes.save(recipe_from_job(record, body))
+    assert saved is not None
+    found = await recipes.get(saved.name)
+    assert found is not None
+    return found
+
+
+@router.get("/recipes", response_model=list[RecipeInfo])
+async def list_recipes(request: Request, store: Store) -> list[RecipeInfo]:
+    """Every recipe's current version, with its run statistics (success rate, broken)."""
+    return await recipe_store(request, store).list()
+
+
+@router.get("/recipes/{name}", response_model=RecipeInfo)
+async def get_recipe(name: str, request: Request, store: Store, version: int | None = None) -> RecipeInfo:
+    """One recipe: its current version (or ``?version=n``), statistics and the versions kept."""
+    found = await recipe_store(request, store).get(name, version) if NAME.match(name) else None
+    if found is None:
+        raise _not_found(name if version is None else f"{name} v{version}")
+    return found
+
+
+@router.delete("/recipes/{name}", status_code=204)
+async def delete_recipe(name: str, request: Request, store: Store) -> None:
+    """Forget a recipe and every version; queued jobs naming it fail instead of running."""
+    if not NAME.match(name) or not await recipe_store(request, store).delete(name):
+        raise _not_found(name)

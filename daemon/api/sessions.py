@@ -1,0 +1,176 @@
+"""``/v1/sessions``: interactive browser sessions for an external agent, served by workers.
+
+The API holds no browser and no session: it writes the record, hands the session to a worker on
+the ``sessions`` queue and relays each command through Redis (``workers.jobs.sessions``), so any
+API replica can answer for any session. Refusals: 404 for a session that is not open (never was,
+closed, idle past its timeout, worker gone), 400 ``action_failed`` with the action's own message,
+403 ``url_blocked`` for a URL the egress policy refuses, 422 for bad arguments, 429 at
+``BROWSERD_SESSION_MAX_OPEN``, 504 when the worker does not answer.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from config import Settings
+from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.errors import ApiError, ErrorBody
+from workers.jobs.errors import (
+    SessionCommandFailed,
+    SessionError,
+    SessionLimitReached,
+    SessionNotFound,
+    SessionUnresponsive,
+)
+from workers.jobs.session_models import (
+    ClickArgs,
+    Command,
+    CommandResult,
+    NavigateArgs,
+    ScrollArgs,
+    SelectArgs,
+    SessionList,
+    SessionOptions,
+    SessionRecord,
+    SessionReply,
+    SessionView,
+    StateArgs,
+    TabList,
+    TypeArgs,
+)
+from workers.jobs.sessions import SessionStore, open_session
+
+FAILED_STATUS = {"url_blocked": 403, "action_failed": 400, "start_failed": 400, "invalid": 422}
+
+router = APIRouter(prefix="/v1/sessions", dependencies=[Depends(require_token)], responses={
+    **ERRORS,
+    400: {"model": ErrorBody, "description": "The command failed on the page; the message is the action's."},
+    403: {"model": ErrorBody, "description": "The URL is refused by the egress policy."},
+    404: {"model": ErrorBody, "description": "No open session with this id."},
+    429: {"model": ErrorBody, "description": "BROWSERD_SESSION_MAX_OPEN sessions are open."},
+    504: {"model": ErrorBody, "description": "The session's worker did not answer in time."},
+})
+
+
+def sessions_of(store: Store) -> SessionStore:
+    return SessionStore(store.redis, store.keys)
+
+
+Sessions = Annotated[SessionStore, Depends(sessions_of)]
+
+
+def as_api_error(exc: SessionError) -> ApiError:
+    """A session error at the HTTP edge."""
+    if isinstance(exc, SessionNotFound):
+        return ApiError(404, "not_found", str(exc))
+    if isinstance(exc, SessionLimitReached):
+        return ApiError(429, "too_many_sessions", str(exc))
+    if isinstance(exc, SessionUnresponsive):
+        return ApiError(504, "session_unresponsive", str(exc))
+    if isinstance(exc, SessionCommandFailed):
+        return ApiError(FAILED_STATUS.get(exc.code, 400), exc.code, exc.message)
+    return ApiError(500, "internal", str(exc))
+
+
+async def _command(sessions: SessionStore, session_id: str, name: Command, args: Any = None) -> SessionReply:
+    body = args.model_dump(mode="json", exclude_none=True) if args is not None else {}
+    try:
+        return await sessions.request(session_id, name, body)
+    except SessionError as exc:
+        raise as_api_error(exc) from None
+
+
+def _result(session_id: str, reply: SessionReply) -> CommandResult:
+    return CommandResult(session_id=session_id, result=reply.result, url=reply.url)
+
+
+@router.post("", status_code=201, response_model=SessionRecord)
+async def create_session(options: SessionOptions, request: Request, sessions: Sessions) -> SessionRecord:
+    """Open a session: a worker leases a browser context (under the session's egress rule) and opens
+    ``start_url``; answers once the page is open. It closes itself after ``idle_timeout`` seconds
+    without a command."""
+    settings: Settings = request.app.state.settings
+    try:
+        return await open_session(sessions, options, settings)
+    except SessionError as exc:
+        raise as_api_error(exc) from None
+
+
+@router.get("", response_model=SessionList)
+async def list_sessions(sessions: Sessions) -> SessionList:
+    """The open sessions, oldest first."""
+    return SessionList(sessions=await sessions.list())
+
+
+@router.get("/{session_id}", response_model=SessionRecord)
+async def get_session(session_id: str, sessions: Sessions) -> SessionRecord:
+    try:
+        return await sessions.require(session_id)
+    except SessionNotFound as exc:
+        raise as_api_error(exc) from None
+
+
+@router.delete("/{session_id}", response_model=CommandResult)
+async def close_session(session_id: str, sessions: Sessions) -> CommandResult:
+    """Close the session: its browser context (cookies, storage, tabs) is disposed."""
+    return _result(session_id, await _command(sessions, session_id, "close"))
+
+
+@router.post("/{session_id}/navigate", response_model=CommandResult)
+async def navigate(session_id: str, args: NavigateArgs, sessions: Sessions) -> CommandResult:
+    """Open a URL in the current tab."""
+    return _result(session_id, await _command(sessions, session_id, "navigate", args))
+
+
+@router.get("/{session_id}/state", response_model=SessionView)
+async def get_state(session_id: str, sessions: Sessions,
+                    text: Annotated[bool, Query(description="also the page's readable text")] = False) -> SessionView:
+    """The page as the navigator sees it: tabs and the element index (``[n]``), wrapped as untrusted."""
+    reply = await _command(sessions, session_id, "state", StateArgs(text=text))
+    return SessionView(session_id=session_id, **reply.data)
+
+
+@router.post("/{session_id}/click", response_model=CommandResult)
+async def click(session_id: str, args: ClickArgs, sessions: Sessions) -> CommandResult:
+    """Click the element with this index (from the last state)."""
+    return _result(session_id, await _command(sessions, session_id, "click", args))
+
+
+@router.post("/{session_id}/type", response_model=CommandResult)
+async def type_text(session_id: str, args: TypeArgs, sessions: Sessions) -> CommandResult:
+    """Type text into the field with this index, replacing its content."""
+    return _result(session_id, await _command(sessions, session_id, "type", args))
+
+
+@router.post("/{session_id}/select", response_model=CommandResult)
+async def select(session_id: str, args: SelectArgs, sessions: Sessions) -> CommandResult:
+    """Select an option (by its text or value) in the dropdown with this index."""
+    return _result(session_id, await _command(sessions, session_id, "select", args))
+
+
+@router.post("/{session_id}/scroll", response_model=CommandResult)
+async def scroll(session_id: str, args: ScrollArgs, sessions: Sessions) -> CommandResult:
+    """Scroll one screen up or down, or to a text."""
+    return _result(session_id, await _command(sessions, session_id, "scroll", args))
+
+
+@router.get("/{session_id}/screenshot", response_class=Response,
+            responses={200: {"content": {"image/jpeg": {}}, "description": "A JPEG of the current tab."}})
+async def screenshot(session_id: str, sessions: Sessions) -> Response:
+    """A JPEG of the current tab's viewport."""
+    reply = await _command(sessions, session_id, "screenshot")
+    return Response(base64.b64decode(reply.data["jpeg"]), media_type="image/jpeg",
+                    headers={"Cache-Control": "no-store"})
+
+
+@router.get("/{session_id}/tabs", response_model=TabList)
+async def tabs(session_id: str, sessions: Sessions) -> TabList:
+    """The session's open tabs (titles and URLs are the pages' own: untrusted)."""
+    reply = await _command(sessions, session_id, "tabs")
+    return TabList(session_id=session_id, **reply.data)
+
+
+__all__ = ["router"]

@@ -1,0 +1,47 @@
+"""``browserd jobs``: list jobs, newest first, by state and label."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from daemon.cli.output import api_command, client, print_json, summary
+from workers.jobs.models import JobStatus
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("jobs", help="list jobs, newest first")
+    p.add_argument("--state", choices=[s.value for s in JobStatus])
+    p.add_argument("--label", action="append", default=[], metavar="K=V", help="only jobs with this label")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--cursor", type=int, help="continue from a previous page's cursor")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run)
+
+
+@api_command
+def run(args: argparse.Namespace) -> int:
+    bad = [item for item in args.label if "=" not in item.strip("=")]
+    if bad:
+        raise SystemExit(f"browserd jobs: --label {bad[0]!r} is not K=V")
+    labels = dict(item.partition("=")[::2] for item in args.label)
+    page = client().jobs(state=args.state, labels=labels or None, limit=args.limit, cursor=args.cursor)
+    if args.json:
+        print_json(page.model_dump(mode="json"))
+        return 0
+    for job in page.jobs:
+        print(summary(job.model_dump(mode="json")))
+    if page.next_cursor is not None:
+        print(f"more: {next_page_command(args, page.next_cursor)}")
+    return 0
+
+
+def next_page_command(args: argparse.Namespace, cursor: int) -> str:
+    """The same listing, one page further (every filter kept)."""
+    words = ["browserd", "jobs"]
+    if args.state:
+        words += ["--state", args.state]
+    for label in args.label:
+        words += ["--label", label]
+    words += ["--limit", str(args.limit), "--cursor", str(cursor)]
+    return shlex.join(words)

@@ -1,0 +1,107 @@
+"""``browserd run "TASK" --start-url URL [--script FILE]``: one job, locally, no queue.
+
+Starts a pool of one browser, runs the job, prints the result and per-step timings, and closes
+Chrome on the way out (Ctrl-C cancels the job first, so the result is still printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from config import load_settings, setup_logging
+from workers.jobs.actions import validate_script
+from workers.jobs.models import JobSpec
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run one job locally in a one-browser pool and print the result")
+    p.add_argument("task", nargs="?", help="what the agent should do (omit with --script)")
+    p.add_argument("--start-url", help="page opened before the first step")
+    p.add_argument("--script", type=Path, help="JSON file with a list of actions to run instead of the agent")
+    p.add_argument("--output-schema", type=Path, help="JSON schema file the job's data must satisfy")
+    p.add_argument("--allow", action="append", default=[], metavar="DOMAIN", help="allowed domain (repeatable)")
+    p.add_argument("--deny", action="append", default=[], metavar="DOMAIN", help="denied domain (repeatable)")
+    p.add_argument("--max-steps", type=int, help="agent steps before giving up")
+    p.add_argument("--timeout", type=float, help="wall-clock limit of the job in seconds")
+    p.add_argument("--json", action="store_true", help="print the whole JobResult as JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        spec = JobSpec(**_spec_fields(args))
+    except (ValidationError, ValueError) as exc:
+        print(f"browserd run: invalid job: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(settings.log_level if settings.log_level != "INFO" else "WARNING", json_lines=settings.log_json)
+    result = asyncio.run(_run(spec, settings, show_steps=not args.json))
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        _print(result)
+    return 0 if result.status == "succeeded" else 1
+
+
+def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
+    fields: dict[str, Any] = {"allowed_domains": args.allow, "denied_domains": args.deny}
+    if args.script:
+        fields["script"] = validate_script(json.loads(args.script.read_text()))
+    else:
+        fields["task"] = args.task
+    if args.start_url:
+        fields["start_url"] = args.start_url
+    if args.output_schema:
+        fields["output_schema"] = json.loads(args.output_schema.read_text())
+    if args.max_steps:
+        fields["options"] = {"max_steps": args.max_steps}
+    if args.timeout:
+        fields["timeout"] = args.timeout
+    return fields
+
+
+async def _run(spec: Any, settings: Any, *, show_steps: bool) -> Any:
+    from cdp import BrowserPool, PoolConfig  # the browser layer and the agent load only when a job runs
+    from workers.agent import run_job
+
+    cancelled = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, cancelled.set)
+    config = PoolConfig.from_settings(settings)
+    config.browsers, config.warm = 1, 0
+    try:
+        async with BrowserPool(config) as pool, pool.lease() as lease:
+            return await run_job(spec, lease, settings=settings, is_cancelled=cancelled.is_set,
+                                 on_step=_show_step if show_steps else None)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _show_step(step: Any) -> None:
+    names = ", ".join(f"{a.name}{'' if a.ok else ' FAILED'}" for a in step.actions) or "-"
+    print(f"step {step.step:>3}  dom {step.dom_seconds:6.2f}s  llm {step.llm_seconds:6.2f}s  "
+          f"actions {step.action_seconds:6.2f}s  tokens {step.input_tokens}/{step.output_tokens}  "
+          f"{names}  {step.url or ''}", flush=True)
+    if step.error:
+        print(f"          error: {step.error}", flush=True)
+
+
+def _print(result: Any) -> None:
+    print(f"status: {result.status}" + (f" ({result.category})" if result.category else ""))
+    if result.error:
+        print(f"error: {result.error}")
+    if result.final_answer:
+        print(f"final answer: {result.final_answer}")
+    if result.data is not None:
+        print("data: " + json.dumps(result.data, ensure_ascii=False, indent=2))
+    t = result.totals
+    print(f"totals: {t.steps} steps, {t.actions} actions, {t.input_tokens}/{t.output_tokens} tokens in/out, "
+          f"{t.llm_calls} LLM calls, {t.seconds:.2f}s")

@@ -1,0 +1,36 @@
+"""``browserd serve``: the HTTP API."""
+
+from __future__ import annotations
+
+import argparse
+
+from config import load_settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="run the HTTP API (submit, follow, cancel and list jobs)")
+    p.add_argument("--host", help="address to bind (default: BROWSERD_API_HOST)")
+    p.add_argument("--port", type=int, help="port (default: BROWSERD_API_PORT)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from config import setup_logging
+    from daemon.api import create_app
+    from daemon.api.exposure import check_exposure
+
+    settings = load_settings()
+    setup_logging(settings.log_level, json_lines=settings.log_json)
+    host = args.host or settings.api_host
+    check_exposure(host, settings)
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=host,
+        port=args.port if args.port is not None else settings.api_port,
+        log_level=settings.log_level.lower(),
+        access_log=settings.log_level == "DEBUG",
+    )
+    return 0

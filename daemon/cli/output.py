@@ -1,0 +1,105 @@
+"""What the job commands of the CLI share: the API client, error reporting, and how jobs print."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from daemon.client import ApiUnreachable, Client, RequestRefused
+
+EXIT_FAILED = 1  # the job failed or was cancelled, or the API refused the request
+EXIT_USAGE = 2  # bad arguments or configuration
+EXIT_UNREACHABLE = 3  # the API could not be reached: nothing is known about the job
+EXIT_UNFINISHED = 4  # `status` of a job still queued or running
+
+
+def client() -> Client:
+    return Client()  # BROWSERD_API_URL and BROWSERD_API_TOKEN (or --api-url / --token)
+
+
+def api_command(handler: Callable[..., int]) -> Callable[..., int]:
+    """Print the API's message (not a traceback) when a request fails; exit 1, or 3 if unreachable."""
+
+    @functools.wraps(handler)
+    def run(*args: Any, **kwargs: Any) -> int:
+        try:
+            return handler(*args, **kwargs)
+        except ApiUnreachable as exc:
+            print(f"browserd: {exc}", file=sys.stderr)
+            return EXIT_UNREACHABLE
+        except RequestRefused as exc:
+            print(f"browserd: {exc.message} (HTTP {exc.status})", file=sys.stderr)
+            for field in exc.fields:  # the message names the first few; list any it left out
+                if f"{field.get('field')}: {field.get('message')}" not in exc.message:
+                    print(f"  {field.get('field')}: {field.get('message')}", file=sys.stderr)
+            return EXIT_FAILED
+
+    return run
+
+
+def exit_code(job: dict[str, Any]) -> int:
+    """0 only for a job that succeeded; 1 when it failed or was cancelled; 4 while it is unfinished."""
+    state = job.get("state")
+    if state == "succeeded":
+        return 0
+    return EXIT_FAILED if state in ("failed", "cancelled") else EXIT_UNFINISHED
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def summary(job: dict[str, Any]) -> str:
+    progress = job.get("progress") or {}
+    parts = [f"{job['id']}  {job['state']}", f"attempts={job.get('attempts', 0)}",
+             f"step {progress.get('step', 0)}/{progress.get('max_steps', 0)}"]
+    if job.get("category"):
+        parts.append(f"category={job['category']}")
+    if job.get("worker"):
+        parts.append(f"worker={job['worker']}")
+    if job.get("paused"):
+        parts.append("paused")
+    if len(job.get("runs") or []) > 1:
+        parts.append(f"run {len(job['runs'])}")
+    if job.get("session"):
+        parts.append(f"session={job['session']}")
+    return "  ".join(parts)
+
+
+def print_job(job: dict[str, Any]) -> None:
+    print(summary(job))
+    if job.get("error"):
+        print(f"error: {job['error']}")
+    result = job.get("result") or {}
+    if result.get("final_answer"):
+        print(f"answer: {result['final_answer']}")
+    if result.get("data") is not None:
+        print("data: " + json.dumps(result["data"], default=str))
+
+
+def describe_event(kind: str, data: dict[str, Any]) -> str | None:
+    if kind == "state":
+        extra = "".join(f" {k}={data[k]}" for k in ("attempt", "run", "worker", "category", "reason") if data.get(k))
+        return f"state: {data.get('state')}{extra}"
+    if kind == "step":
+        actions = ", ".join(
+            a.get("name", "?") + ("" if a.get("ok", True) else " (failed)") for a in data.get("actions") or []
+        )
+        return f"step {data.get('step')}: {actions or '-'}" + (f"  [{data['url']}]" if data.get("url") else "")
+    if kind in ("cancel_requested", "pause_requested", "resume_requested"):
+        return kind.replace("_", " ")
+    if kind == "session":
+        return f"session {data.get('session')}" + (f": {data['reason']}" if data.get("reason") else "")
+    return None
+
+
+def follow(api: Client, job_id: str, out: Any = sys.stdout) -> dict[str, Any]:
+    """Print the job's events as they happen, however long it is silent; returns the final job."""
+    for event in api.follow(job_id):
+        line = describe_event(event.type, event.data)
+        if line:
+            print(line, file=out, flush=True)
+    return api.get(job_id).model_dump(mode="json")

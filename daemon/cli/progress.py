@@ -1,0 +1,107 @@
+"""A batch's progress on stderr: tqdm's bar on a terminal, plain lines every few seconds otherwise.
+
+tqdm fits the bar to the terminal's width as it changes (a narrow terminal gets a short bar, not a
+new line per redraw). The rate counts from the first job that finished, not from the submission,
+so minutes spent waiting for a worker do not drag it down; with no worker alive the bar says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from pydantic import BaseModel
+from tqdm import tqdm
+
+BAR_WIDTH = 28
+PLAIN_EVERY = 5.0  # seconds between lines when stderr is not a terminal
+WORKERS_EVERY = 5.0  # seconds between checks that a worker is alive
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def describe(batch: dict[str, Any], elapsed: float, done_at_start: int = 0) -> tuple[str, str]:
+    """(bar, figures) for one reading of the batch record; ``elapsed`` since ``done_at_start`` was seen."""
+    total, done = batch["total"], batch["done"]
+    counts = batch["counts"]
+    filled = int(BAR_WIDTH * done / total) if total else BAR_WIDTH
+    bar = "[" + "#" * filled + "-" * (BAR_WIDTH - filled) + "]"
+    rate = (done - done_at_start) / elapsed if elapsed > 0 else 0.0
+    left = total - done
+    eta = _duration(left / rate) if rate > 0 and left else ("-" if left else "0s")
+    figures = (f"{done}/{total}  {rate:.1f} jobs/s  ETA {eta}  running {counts['running']}  "
+               f"fails {counts['failed']}" + (f"  cancelled {counts['cancelled']}" if counts["cancelled"] else ""))
+    return bar, figures
+
+
+class ProgressBar:
+    """Call ``update(batch)`` with each reading; ``close()`` ends the display."""
+
+    def __init__(self, out: TextIO = sys.stderr, clock: Callable[[], float] = time.monotonic) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.clock = clock
+        self.first_done: int | None = None
+        self.since: float | None = None  # when the rate starts counting: the first reading
+        self.last_line = float("-inf")
+        self.bar: tqdm | None = None
+        self.note = ""
+
+    def update(self, batch: dict[str, Any], final: bool = False) -> None:
+        now = self.clock()
+        if self.first_done is None:
+            self.first_done, self.since = batch["done"], now
+        elif self.since is not None and batch["done"] == self.first_done:
+            self.since = now  # nothing finished yet: the rate's clock has not started
+        bar, figures = describe(batch, now - (self.since or now), self.first_done)
+        if self.tty:
+            self._draw(batch, figures)
+        elif final or now - self.last_line >= PLAIN_EVERY:
+            self.out.write(f"progress: {figures}{self.note}\n")
+            self.last_line = now
+            self.out.flush()
+
+    def warn(self, note: str) -> None:
+        """A condition to show beside the figures (e.g. no worker alive); '' clears it."""
+        self.note = f"  ({note})" if note else ""
+
+    def _draw(self, batch: dict[str, Any], figures: str) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=batch["total"], file=self.out, dynamic_ncols=True, unit="job",
+                            bar_format="{l_bar}{bar}| {postfix}", leave=True)
+        self.bar.n = batch["done"]
+        self.bar.set_postfix_str(figures.split("  ", 1)[1] + self.note, refresh=False)  # all but "done/total"
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def follow_batch(read: Callable[[], Any], *, interval: float = 0.5, out: TextIO = sys.stderr,
+                 workers: Callable[[], int] | None = None) -> Any:
+    """Poll the batch until it completes, drawing progress; returns the final record.
+
+    ``read`` returns a ``BatchRecord`` (or its dict); ``workers`` counts live workers.
+    """
+    bar = ProgressBar(out)
+    checked = float("-inf")
+    try:
+        while True:
+            batch = read()
+            record = batch.model_dump(mode="json") if isinstance(batch, BaseModel) else batch
+            finished = record["state"] == "completed"
+            if workers is not None and not finished and time.monotonic() - checked >= WORKERS_EVERY:
+                checked = time.monotonic()
+                bar.warn("" if workers() else "no worker is alive: start one with 'browserd worker'")
+            bar.update(record, final=finished)
+            if finished:
+                return batch
+            time.sleep(interval)
+    finally:
+        bar.close()

@@ -1,0 +1,139 @@
+"""The console's login, logout and the two dependencies every page uses: ``Viewer`` (a signed-in
+browser) and ``Actor`` (a signed-in browser making a same-origin POST with its CSRF token)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from daemon.console.auth import (
+    COOKIE,
+    COOKIE_PATH,
+    CSRF_FIELD,
+    CSRF_HEADER,
+    SESSION_SECONDS,
+    Gate,
+    safe_next,
+    same_origin,
+)
+from daemon.console.rendering import render
+
+MAX_FORM_BYTES = 1_000_000
+
+
+class ConsoleRedirect(Exception):
+    """Answer with a redirect (to the login form, or to the same page without ``?token=``)."""
+
+    def __init__(self, location: str, cookie: str | None = None, status: int = 303) -> None:
+        super().__init__(location)
+        self.location, self.cookie, self.status = location, cookie, status
+
+
+class ConsoleRefused(Exception):
+    """A POST without a valid CSRF token, or from another origin: 403."""
+
+
+def gate_of(request: Request) -> Gate:
+    return request.app.state.console_gate
+
+
+@dataclass(frozen=True)
+class Session:
+    cookie: str | None
+    csrf: str
+
+
+async def viewer(request: Request) -> Session:
+    gate = gate_of(request)
+    token = request.query_params.get("token")
+    if token is not None:  # exchange the link's token for the cookie; the token leaves the URL at once
+        rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        clean = request.url.path + (f"?{rest}" if rest else "")
+        if not gate.open and not gate.check_token(token):
+            raise ConsoleRedirect(f"{COOKIE_PATH}/login?" + urlencode({"next": clean, "failed": "1"}))
+        raise ConsoleRedirect(clean, cookie=None if gate.open else gate.new_session())
+    cookie = request.cookies.get(COOKIE)
+    if not gate.session_ok(cookie):
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise ConsoleRedirect(f"{COOKIE_PATH}/login?" + urlencode({"next": target}))
+    return Session(cookie, gate.csrf_for(cookie))
+
+
+async def form_fields(request: Request) -> dict[str, list[str]]:
+    """The POSTed form (``application/x-www-form-urlencoded``, what the console's forms send)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip()
+    if kind not in ("", "application/x-www-form-urlencoded"):
+        raise ConsoleRefused(f"the console takes form posts, not {kind}")
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise ConsoleRefused("the form is too large")
+    return parse_qs(body.decode(errors="replace"), keep_blank_values=True)
+
+
+async def actor(request: Request, session: Annotated[Session, Depends(viewer)]) -> Session:
+    if not same_origin(request):
+        raise ConsoleRefused("cross-origin requests are refused")
+    given = request.headers.get(CSRF_HEADER) or (await form_fields(request)).get(CSRF_FIELD, [""])[0]
+    if not gate_of(request).csrf_ok(session.cookie, given):
+        raise ConsoleRefused("the form's CSRF token is missing or stale; reload the page and try again")
+    return session
+
+
+Viewer = Annotated[Session, Depends(viewer)]
+Actor = Annotated[Session, Depends(actor)]
+
+router = APIRouter(prefix=COOKIE_PATH, include_in_schema=False)
+
+
+def set_session(response: Response, request: Request, cookie: str) -> None:
+    response.set_cookie(COOKIE, cookie, max_age=SESSION_SECONDS, path=COOKIE_PATH, httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_form(request: Request, next: str | None = None, failed: str | None = None) -> Response:  # noqa: A002
+    if gate_of(request).open:
+        return RedirectResponse(safe_next(next), status_code=303)
+    error = "That token is not the API token." if failed else None
+    return render(request, "login.html", {"next": safe_next(next), "error": error}, status=401 if failed else 200)
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    if not same_origin(request):
+        raise ConsoleRefused("cross-origin requests are refused")
+    fields = await form_fields(request)
+    target = safe_next((fields.get("next") or [""])[0])
+    gate = gate_of(request)
+    if not gate.open and not gate.check_token((fields.get("token") or [""])[0]):
+        return render(request, "login.html", {"next": target, "error": "That token is not the API token."},
+                      status=401)
+    response = RedirectResponse(target, status_code=303)
+    if not gate.open:
+        set_session(response, request, gate.new_session())
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request, _: Actor) -> Response:
+    response = RedirectResponse(f"{COOKIE_PATH}/login", status_code=303)
+    response.delete_cookie(COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")
+    return response
+
+
+async def on_redirect(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ConsoleRedirect)
+    if request.headers.get("hx-request") and exc.cookie is None:  # htmx swaps fragments: send the page away
+        return Response(status_code=401, headers={"HX-Redirect": exc.location})
+    response = RedirectResponse(exc.location, status_code=exc.status)
+    if exc.cookie:
+        set_session(response, request, exc.cookie)
+    return response
+
+
+async def on_refused(request: Request, exc: Exception) -> Response:
+    return render(request, "error.html", {"title": "Refused", "message": str(exc)}, status=403)

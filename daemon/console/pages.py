@@ -1,0 +1,396 @@
+"""The console's pages: jobs, a job's live steps, batches, schedules, recipes, the submit form and settings.
+
+Pages read the job kernel directly (the same store the API reads) and change things through the
+kernel's own functions (``submit_job``, ``cancel_job``, ``cancel_batch``, ``steering``,
+``ScheduleStore``), so a job cancelled (paused, resumed, followed up) here is treated exactly as
+``POST /v1/jobs/{id}/cancel`` (``pause``, ``resume``, ``follow-up``) would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from pydantic import ValidationError
+from starlette.concurrency import iterate_in_threadpool
+
+from config import Settings, env_name
+from daemon.console.access import Actor, Viewer, form_fields
+from daemon.console.auth import COOKIE_PATH
+from daemon.console.charts import outcomes
+from daemon.console.forms import SubmitForm, to_spec
+from daemon.console.rendering import render
+from daemon.console.secrets import masked_settings
+import workers.jobs.steering as steering
+from workers.jobs import BatchRecord, BatchStore, FollowUpRequest, JobRecord, JobStatus, JobStore, SteerRefused, live
+from workers.jobs.artifacts import ArtifactStore, JobArtifacts, NoSuchArtifact, UnsafeName, content_type, serving_headers
+from workers.jobs.cancelling import cancel_batch, cancel_job
+from workers.jobs.models import STORED_NAME
+from workers.jobs.recipes import RecipeInfo, RecipeStore, describe_step
+from workers.jobs.schedules import ScheduleStore
+from workers.jobs.store import LIST_LIMIT_MAX
+from workers.jobs.streams import END, sse
+from workers.jobs.submission import submit_job
+
+router = APIRouter(prefix=COOKIE_PATH, include_in_schema=False)
+
+PAGE = 50
+RECENT = LIST_LIMIT_MAX  # jobs read for the outcome chart and the list of recent batches
+
+
+class NotFound(Exception):
+    """No such job, batch, schedule or recipe: a 404 page."""
+
+
+class BadFilter(Exception):
+    """A filter the list cannot apply: a 422 page saying why."""
+
+
+class BadInput(Exception):
+    """A form field that cannot be used (an empty follow-up task): a 422 page naming it."""
+
+
+class NotNow(Exception):
+    """The job's state does not allow what was asked (pause, resume, follow-up): a 409 page saying why."""
+
+
+def store_of(request: Request) -> JobStore:
+    return request.app.state.store
+
+
+def settings_of(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+async def _job(request: Request, job_id: str) -> JobRecord:
+    record = await store_of(request).get(job_id)
+    if record is None:
+        raise NotFound(f"No job with id {job_id!r} (finished jobs are kept "
+                       f"{settings_of(request).result_ttl}s, BROWSERD_RESULT_TTL).")
+    return record
+
+
+async def _batch(request: Request, batch_id: str) -> BatchRecord:
+    record = await BatchStore(store_of(request)).get(batch_id)
+    if record is None:
+        raise NotFound(f"No batch with id {batch_id!r}.")
+    return record
+
+
+def _labels(text: str) -> dict[str, str]:
+    key, sep, value = text.partition("=")
+    if text and (not sep or not key):
+        raise BadFilter(f"The label filter {text!r} is not key=value.")
+    return {key: value} if text else {}
+
+
+# --- jobs --------------------------------------------------------------------------------------
+
+@router.get("/", response_class=HTMLResponse)
+async def jobs_page(request: Request, session: Viewer, state: str = "", label: str = "", batch: str = "",
+                    cursor: int | None = None) -> Response:
+    store = store_of(request)
+    wanted = JobStatus(state) if state in JobStatus.__members__ else None
+    labels = _labels(label.strip())
+    if batch:
+        await _batch(request, batch)
+        ids = await BatchStore(store).job_ids(batch)
+        records = [r for r in [await store.get(i) for i in ids[:LIST_LIMIT_MAX]] if r is not None]
+        jobs = [r for r in records if (wanted is None or r.state == wanted)
+                and all(r.labels.get(k) == v for k, v in labels.items())]
+        next_cursor = None
+    else:
+        page = await store.list(state=wanted.value if wanted else None, labels=labels, limit=PAGE, cursor=cursor)
+        jobs, next_cursor = page.jobs, page.next_cursor
+    recent = (await store.list(limit=RECENT)).jobs
+    more = urlencode({"state": state, "label": label, "cursor": next_cursor}) if next_cursor else None
+    return render(request, "jobs.html", {
+        "jobs": jobs, "filters": {"state": state, "label": label, "batch": batch}, "states": list(JobStatus),
+        "more": more, "outcomes": outcomes(recent), "counts": await store.counts(),
+        "workers": len(await store.live_workers()),
+    }, csrf=session.csrf)
+
+
+@router.get("/counters", response_class=HTMLResponse)
+async def counters(request: Request, session: Viewer) -> Response:
+    """The live counters (htmx polls this fragment)."""
+    store = store_of(request)
+    return render(request, "_counters.html", {"counts": await store.counts(),
+                                               "workers": len(await store.live_workers())})
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+async def job_page(request: Request, job_id: str, session: Viewer) -> Response:
+    job = await _job(request, job_id)
+    files = await asyncio.to_thread(_artifacts_of(request, job_id).list)
+    return render(request, "job.html", {"job": job, "artifacts": files}, csrf=session.csrf)
+
+
+def _store(request: Request) -> ArtifactStore:
+    return ArtifactStore.from_settings(settings_of(request))
+
+
+def _artifacts_of(request: Request, job_id: str) -> JobArtifacts:
+    return _store(request).job(job_id)
+
+
+@router.get("/jobs/{job_id}/artifacts/{name}")
+async def job_artifact(request: Request, job_id: str, name: str, session: Viewer) -> Response:
+    """One artifact, as ``GET /v1/jobs/{id}/artifacts/{name}`` serves it (screenshots shown inline)."""
+    await _job(request, job_id)
+    folder = _artifacts_of(request, job_id)
+    try:
+        size = await asyncio.to_thread(folder.size, name)
+    except (UnsafeName, NoSuchArtifact) as exc:
+        raise NotFound(str(exc)) from None
+    return StreamingResponse(iterate_in_threadpool(folder.chunks(name)), media_type=content_type(name),
+                             headers=serving_headers(name, size))
+
+
+@router.get("/jobs/{job_id}/summary", response_class=HTMLResponse)
+async def job_summary(request: Request, job_id: str, session: Viewer) -> Response:
+    job = await _job(request, job_id)
+    return render(request, "_job_summary.html", {"job": job}, csrf=session.csrf)
+
+
+@router.get("/jobs/{job_id}/events")
+async def job_events(request: Request, job_id: str, session: Viewer) -> StreamingResponse:
+    """The job's events for the live step view: the same stream as ``GET /v1/jobs/{id}/events``."""
+    await _job(request, job_id)
+    after = request.headers.get("last-event-id") or "0-0"
+    if not all(part.isdigit() for part in after.split("-", 1)):
+        after = "0-0"
+    return StreamingResponse(sse(store_of(request), job_id, after, follow=True, gone=request.is_disconnected),
+                             media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.get("/jobs/{job_id}/live")
+async def job_live(request: Request, job_id: str, session: Viewer) -> StreamingResponse:
+    """The job's browser tab as JPEG frames (server-sent events) while this stream is open."""
+    await _job(request, job_id)
+    return StreamingResponse(_live(request, job_id), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+async def _live(request: Request, job_id: str) -> AsyncIterator[str]:
+    store = store_of(request)
+    await live.watch(store, job_id)
+    renewed = time.monotonic()
+    yield "event: watching\ndata: {}\n\n"
+    async with aclosing(live.frames(store, job_id)) as frames:
+        async for frame in frames:
+            if frame is not None:
+                yield f"event: frame\ndata: {frame}\n\n"
+            if time.monotonic() - renewed < live.RENEW_SECONDS:
+                continue
+            record = await store.get(job_id)
+            if record is None or record.state.finished or await request.is_disconnected():
+                yield END
+                return
+            await live.watch(store, job_id)
+            renewed = time.monotonic()
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def job_cancel(request: Request, job_id: str, session: Actor) -> Response:
+    await _job(request, job_id)
+    await cancel_job(store_of(request), job_id)
+    return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
+
+
+@router.post("/jobs/{job_id}/pause")
+async def job_pause(request: Request, job_id: str, session: Actor) -> Response:
+    return await _steer(request, job_id, steering.pause)
+
+
+@router.post("/jobs/{job_id}/resume")
+async def job_resume(request: Request, job_id: str, session: Actor) -> Response:
+    return await _steer(request, job_id, steering.resume)
+
+
+@router.post("/jobs/{job_id}/follow-up")
+async def job_follow_up(request: Request, job_id: str, session: Actor) -> Response:
+    task = (await form_fields(request)).get("task", [""])[0]
+    try:
+        body = FollowUpRequest(task=task)
+    except ValidationError as exc:
+        raise BadInput(f"task: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+    return await _steer(request, job_id, lambda store, job: steering.follow_up(store, job, body))
+
+
+async def _steer(request: Request, job_id: str, action: Callable[[JobStore, str], Awaitable[object]]) -> Response:
+    await _job(request, job_id)
+    try:
+        await action(store_of(request), job_id)
+    except SteerRefused as exc:
+        raise NotNow(exc.message) from None
+    return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+@router.get("/submit", response_class=HTMLResponse)
+async def submit_page(request: Request, session: Viewer) -> Response:
+    return render(request, "submit.html", {"form": SubmitForm.empty()}, csrf=session.csrf)
+
+
+@router.post("/submit", response_class=HTMLResponse)
+async def submit(request: Request, session: Actor) -> Response:
+    form = SubmitForm.from_fields(await form_fields(request))
+    settings = settings_of(request)
+    spec = to_spec(form, settings)
+    if spec is None:
+        return render(request, "submit.html", {"form": form}, csrf=session.csrf, status=422)
+    job_id, _ = await submit_job(store_of(request), spec, settings)
+    return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
+
+
+# --- batches -----------------------------------------------------------------------------------
+
+@router.get("/batches", response_class=HTMLResponse)
+async def batches_page(request: Request, session: Viewer) -> Response:
+    """Batches of the most recent jobs, newest first, and a box to open one by id."""
+    store = store_of(request)
+    seen: list[str] = []
+    for job in (await store.list(limit=RECENT)).jobs:
+        if job.batch and job.batch not in seen:
+            seen.append(job.batch)
+    batches = BatchStore(store)
+    records = [b for b in [await batches.get(i) for i in seen] if b is not None]
+    return render(request, "batches.html", {"batches": records}, csrf=session.csrf)
+
+
+@router.get("/batches/open")
+async def batch_open(session: Viewer, id: str = "") -> Response:  # noqa: A002
+    return RedirectResponse(f"{COOKIE_PATH}/batches/{quote(id.strip(), safe='')}", status_code=303)
+
+
+@router.get("/batches/{batch_id}", response_class=HTMLResponse)
+async def batch_page(request: Request, batch_id: str, session: Viewer) -> Response:
+    batch = await _batch(request, batch_id)
+    return render(request, "batch.html", {"batch": batch}, csrf=session.csrf)
+
+
+@router.get("/batches/{batch_id}/summary", response_class=HTMLResponse)
+async def batch_summary(request: Request, batch_id: str, session: Viewer) -> Response:
+    return render(request, "_batch_summary.html", {"batch": await _batch(request, batch_id)}, csrf=session.csrf)
+
+
+@router.get("/batches/{batch_id}/results")
+async def batch_results(request: Request, batch_id: str, session: Viewer) -> StreamingResponse:
+    await _batch(request, batch_id)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for line in BatchStore(store_of(request)).results(batch_id, _store(request)):
+            yield (json.dumps(line, separators=(",", ":"), default=str) + "\n").encode()
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson", headers={
+        "Content-Disposition": f'attachment; filename="batch-{batch_id}.jsonl"'})
+
+
+@router.post("/batches/{batch_id}/cancel")
+async def batch_cancel(request: Request, batch_id: str, session: Actor) -> Response:
+    await _batch(request, batch_id)
+    await cancel_batch(store_of(request), batch_id)
+    return RedirectResponse(f"{COOKIE_PATH}/batches/{batch_id}", status_code=303)
+
+
+# --- schedules ---------------------------------------------------------------------------------
+
+@router.get("/schedules", response_class=HTMLResponse)
+async def schedules_page(request: Request, session: Viewer) -> Response:
+    schedules = await ScheduleStore(store_of(request)).list()
+    return render(request, "schedules.html", {"schedules": schedules}, csrf=session.csrf)
+
+
+@router.get("/schedules/{schedule_id}", response_class=HTMLResponse)
+async def schedule_page(request: Request, schedule_id: str, session: Viewer) -> Response:
+    schedules = ScheduleStore(store_of(request))
+    schedule = await schedules.get(schedule_id)
+    if schedule is None:
+        raise NotFound(f"No schedule with id {schedule_id!r}.")
+    runs = await schedules.runs(schedule_id, 50)
+    return render(request, "schedule.html", {"schedule": schedule, "runs": runs}, csrf=session.csrf)
+
+
+@router.post("/schedules/{schedule_id}/{action}")
+async def schedule_action(request: Request, schedule_id: str, action: str, session: Actor) -> Response:
+    schedules = ScheduleStore(store_of(request))
+    if action not in ("pause", "resume", "run") or await schedules.get(schedule_id) is None:
+        raise NotFound(f"No schedule with id {schedule_id!r}, or no action {action!r} (pause, resume, run).")
+    if action == "run":
+        batch = await schedules.fire(schedule_id, settings_of(request), force=True)
+        if batch is not None:
+            return RedirectResponse(f"{COOKIE_PATH}/batches/{batch.id}", status_code=303)
+    else:
+        await schedules.set_enabled(schedule_id, action == "resume")
+    return RedirectResponse(f"{COOKIE_PATH}/schedules", status_code=303)
+
+
+# --- recipes -----------------------------------------------------------------------------------
+
+def recipes_of(request: Request) -> RecipeStore:
+    store = store_of(request)
+    return RecipeStore(store.redis, store.keys, max_failures=settings_of(request).recipe_max_failures)
+
+
+@router.get("/recipes", response_class=HTMLResponse)
+async def recipes_page(request: Request, session: Viewer) -> Response:
+    recipes = await recipes_of(request).list()
+    return render(request, "recipes.html", {"recipes": recipes}, csrf=session.csrf)
+
+
+async def _recipe(request: Request, name: str, version: int | None = None) -> RecipeInfo:
+    info = await recipes_of(request).get(name, version) if re.fullmatch(STORED_NAME, name) else None
+    if info is None:
+        raise NotFound(f"No recipe {name!r}" + (f" with a version {version}." if version else "."))
+    return info
+
+
+@router.get("/recipes/{name}", response_class=HTMLResponse)
+async def recipe_page(request: Request, name: str, session: Viewer, version: int | None = None) -> Response:
+    info = await _recipe(request, name, version)
+    steps = [describe_step(step) for step in info.recipe.steps]
+    return render(request, "recipe.html", {"info": info, "steps": steps}, csrf=session.csrf)
+
+
+@router.post("/recipes/{name}/delete")
+async def recipe_delete(request: Request, name: str, session: Actor) -> Response:
+    await _recipe(request, name)
+    await recipes_of(request).delete(name)
+    return RedirectResponse(f"{COOKIE_PATH}/recipes", status_code=303)
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+@router.get("/settings", response_class=HTMLResponse)
+async def settings_page(request: Request, session: Viewer) -> Response:
+    settings = settings_of(request)
+    rows = [{"name": env_name(name), "value": value, "about": type(settings).model_fields[name].description or ""}
+            for name, value in masked_settings(settings).items()]
+    roles = {role: settings.model_for(role) for role in ("planner", "navigator", "extractor")}
+    return render(request, "settings.html", {"rows": rows, "roles": roles}, csrf=session.csrf)
+
+
+async def on_not_found(request: Request, exc: Exception) -> Response:
+    return render(request, "error.html", {"title": "Not found", "message": str(exc)}, status=404)
+
+
+async def on_bad_filter(request: Request, exc: Exception) -> Response:
+    return render(request, "error.html", {"title": "Bad filter", "message": str(exc)}, status=422)
+
+
+async def on_bad_input(request: Request, exc: Exception) -> Response:
+    return render(request, "error.html", {"title": "Invalid input", "message": str(exc)}, status=422)
+
+
+async def on_not_now(request: Request, exc: Exception) -> Response:
+    return render(request, "error.html", {"title": "Not now", "message": str(exc)}, status=409)

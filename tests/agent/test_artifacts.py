@@ -1,0 +1,130 @@
+"""A job's artifacts in its folder of the artifact store: step screenshots, final page, logs, downloads.
+
+Real Chromium and fixture pages on 127.0.0.1; the store is a real local folder opened through fsspec.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from config import load_settings
+from workers.agent import run_job
+from workers.agent.artifacts import MAX_HTML
+from workers.agent.journal import MAX_ENTRIES, MAX_TEXT
+from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.keys import new_id
+from workers.jobs.models import JobSpec, JobStatus
+
+PASSWORD = "hunter2-very-secret"
+
+
+@pytest.fixture
+def folder(tmp_path):
+    return ArtifactStore.open(f"file://{tmp_path}/store").job(new_id())
+
+
+def names(result):
+    return [a.name for a in result.artifacts]
+
+
+async def run(pool, folder, spec, settings=None):
+    async with pool.lease() as lease:
+        return await run_job(JobSpec(**spec), lease, settings=settings, artifacts=folder)
+
+
+async def test_every_step_screenshots_are_stored_and_linked_from_their_steps(pool, site, folder):
+    result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("agent/artifacts.html")}},
+                                                 {"scroll_to_bottom": {}}, {"done": {"text": "ok"}}],
+                                      "artifacts": {"screenshots": "every_step"}})
+    assert result.status == JobStatus.succeeded, result.error
+    assert names(result) == ["step-001.jpg", "step-002.jpg", "step-003.jpg"], "a success keeps no page or logs"
+    for step in result.steps:
+        name = f"step-{step.step:03d}.jpg"
+        assert step.screenshot == f"/v1/jobs/{folder.job_id}/artifacts/{name}"
+        shot = folder.read(name)
+        assert shot[:3] == b"\xff\xd8\xff" and len(shot) <= load_settings().artifact_screenshot_max_kb * 1024
+    assert {a.content_type for a in result.artifacts} == {"image/jpeg"}
+    assert folder.list() == result.artifacts
+
+
+async def test_a_failed_job_keeps_its_screenshots_page_and_console_by_default(pool, site, folder):
+    result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("agent/artifacts.html")}},
+                                                 {"wait": {"seconds": 1}}, {"click_element": {"index": 99}}]})
+    assert result.status == JobStatus.failed
+    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.txt",
+                             "step-001.jpg", "step-002.jpg", "step-003.jpg"]
+    assert [s.screenshot for s in result.steps] == [f"/v1/jobs/{folder.job_id}/artifacts/step-00{n}.jpg"
+                                                   for n in (1, 2, 3)]
+    assert "<h1>Order status</h1>" in folder.read("page.html").decode()
+    assert "Shipped on Monday" in folder.read("page.txt").decode()
+    console = [json.loads(line) for line in folder.read("console.jsonl").decode().splitlines()]
+    texts = [(c["level"], c["text"]) for c in console]
+    assert ("log", "page ready 42") in texts and ("warning", "stock low") in texts
+    assert any(level == "exception" and "widget broke" in text for level, text in texts)
+    network = [json.loads(line) for line in folder.read("network.jsonl").decode().splitlines()]
+    assert any(n["url"].endswith("missing-picture.png") and "404" in n["text"] for n in network)
+
+
+async def test_a_succeeded_job_keeps_nothing_by_default_and_off_keeps_nothing_ever(pool, site, folder):
+    steps = [{"go_to_url": {"url": site.url("agent/artifacts.html")}}, {"done": {"text": "ok"}}]
+    ok = await run(pool, folder, {"script": steps})
+    assert ok.status == JobStatus.succeeded and ok.artifacts == [] and folder.list() == []
+    off = {"screenshots": "off", "page": "off", "logs": "off"}
+    failed = await run(pool, folder, {"script": [*steps[:1], {"click_element": {"index": 99}}], "artifacts": off})
+    assert failed.status == JobStatus.failed and failed.artifacts == [] and folder.list() == []
+
+
+async def test_always_keeps_the_page_and_logs_of_a_success(pool, site, folder):
+    result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("agent/artifacts.html")}},
+                                                 {"done": {"text": "ok"}}],
+                                      "artifacts": {"screenshots": "off", "page": "always", "logs": "always"}})
+    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.txt"]
+
+
+async def test_secrets_never_reach_the_logs_or_page_text(pool, site, folder):
+    result = await run(pool, folder, {
+        "start_url": site.url("agent/artifacts.html"),
+        "script": [{"input_text": {"index": 1, "text": "<secret>pw</secret>"}}, {"click_element": {"index": 99}}],
+        "secrets": {"pw": PASSWORD}})
+    assert result.status == JobStatus.failed
+    console = folder.read("console.jsonl").decode()
+    assert "typed <secret>pw</secret>" in console, console
+    for link in result.artifacts:
+        if not link.name.endswith(".jpg"):
+            assert PASSWORD not in folder.read(link.name).decode(), link.name
+    assert PASSWORD not in result.model_dump_json()
+
+
+async def test_downloads_go_to_the_store_and_are_listed_in_the_result(pool, download_site, folder):
+    result = await run(pool, folder, {"start_url": download_site.url("downloads.html"), "script": [
+        {"click_element": {"index": 1}}, {"click_element": {"index": 2}}, {"done": {"text": "ok"}}]},
+        settings=load_settings(download_max_mb=1))
+    assert result.status == JobStatus.succeeded, result.error
+    assert [(d.name, d.size, d.artifact) for d in result.downloads] == [
+        ("report.csv", 24, f"/v1/jobs/{folder.job_id}/artifacts/download-report.csv")]
+    assert names(result) == ["download-report.csv"], "the refused download left nothing"
+    assert folder.read("download-report.csv") == b"name,price\nkettle,39.90\n"
+
+
+async def test_a_page_flooding_its_console_keeps_a_bounded_log_and_the_job_goes_on(pool, site, folder):
+    started = time.monotonic()
+    result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("hostile/console-flood.html")}},
+                                                 {"wait": {"seconds": 1}},
+                                                 {"extract_fields": {"fields": {"after": "#after"}}},
+                                                 {"click_element": {"index": 99}}]})
+    assert time.monotonic() - started < 60
+    assert result.status == JobStatus.failed and result.data == {"after": "still answering"}
+    lines = folder.read("console.jsonl").decode().splitlines()
+    assert len(lines) == MAX_ENTRIES and all(len(json.loads(line)["text"]) <= MAX_TEXT for line in lines)
+
+
+async def test_a_huge_page_keeps_bounded_html(pool, site, folder):
+    result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("hostile/huge-page.html")}},
+                                                 {"click_element": {"index": 99}}]})
+    assert result.status == JobStatus.failed
+    html = folder.read("page.html").decode()
+    assert html.startswith("<html><head><title>Huge page</title>") and len(html) == MAX_HTML
+    assert folder.read("page.txt").decode().startswith("Endless list")

@@ -1,0 +1,114 @@
+"""The egress proxy on its own, spoken to over raw sockets on 127.0.0.1 (no browser needed)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest_asyncio
+
+from cdp.egress import DenyAll, EgressProxy, NetworkPolicy
+
+LOOPBACK = NetworkPolicy.build(False, ["127.0.0.1/32"])
+
+
+class EchoServer:
+    """An HTTP/1.1 origin on 127.0.0.1 answering each request with its method, path and body."""
+
+    def __init__(self) -> None:
+        self.requests: list[bytes] = []
+        self.port = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        body = await reader.readexactly(length) if length else b""
+        if b"transfer-encoding: chunked" in head.lower():
+            body = await reader.readuntil(b"0\r\n\r\n")
+        self.requests.append(head + body)
+        reply = head.split(b"\r\n")[0] + b"|" + body
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nKeep-Alive: timeout=5\r\n\r\n%s" % (len(reply), reply))
+        await writer.drain()
+        writer.close()
+
+
+@pytest_asyncio.fixture
+async def origin() -> AsyncIterator[EchoServer]:
+    echo = EchoServer()
+    server = await asyncio.start_server(echo.handle, "127.0.0.1", 0)
+    echo.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield echo
+
+
+@pytest_asyncio.fixture
+async def proxy() -> AsyncIterator[EgressProxy]:
+    p = EgressProxy(default_rule=LOOPBACK)
+    yield p
+    await p.close()
+
+
+async def exchange(port: int, request: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    await writer.drain()
+    try:
+        return await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+
+
+async def test_forwards_a_body_by_length_and_by_chunks_and_closes_after_one_request(proxy, origin):
+    gate = await proxy.open_gate()
+    url = f"http://127.0.0.1:{origin.port}/form?a=1"
+    reply = await exchange(gate.port, f"POST {url} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                                      "Proxy-Connection: keep-alive\r\n\r\nhello".encode())
+    assert reply.startswith(b"HTTP/1.1 200 OK") and reply.endswith(b"POST /form?a=1 HTTP/1.1|hello")
+    assert b"Connection: close" in reply and b"Keep-Alive" not in reply
+    assert b"proxy-connection" not in origin.requests[0].lower()
+    reply = await exchange(gate.port, f"POST {url} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                      "5\r\nhello\r\n0\r\n\r\n".encode())
+    assert reply.endswith(b"5\r\nhello\r\n0\r\n\r\n")
+
+
+async def test_a_request_that_is_not_for_a_proxy_is_refused(proxy):
+    """A page that reaches a gate's port directly sends origin-form requests: nothing is forwarded."""
+    gate = await proxy.open_gate()
+    reply = await exchange(gate.port, b"GET /json/list HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400") and not gate.decisions
+
+
+async def test_a_gate_is_never_a_destination_even_with_loopback_open(proxy):
+    gate, other = await proxy.open_gate(), await proxy.open_gate()
+    reply = await exchange(gate.port, f"CONNECT 127.0.0.1:{other.port} HTTP/1.1\r\n\r\n".encode())
+    assert reply.startswith(b"HTTP/1.1 403") and b"egress proxy" in reply
+    assert gate.decisions[-1].address is None
+
+
+async def test_a_gate_refuses_everything_until_a_job_admits_its_rule(origin):
+    proxy = EgressProxy()  # default rule: DenyAll
+    try:
+        gate = await proxy.open_gate()
+        request = f"GET http://127.0.0.1:{origin.port}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+        tunnel = f"CONNECT 127.0.0.1:{origin.port} HTTP/1.1\r\n\r\n".encode()
+        assert await exchange(gate.port, request) == b"", "a refused request is closed unanswered"
+        assert b"403 Forbidden" in (refused := await exchange(gate.port, tunnel))
+        assert b"no job holds this browser context" in refused
+        assert [d.refusal for d in gate.decisions] == ["no job holds this browser context"] * 2
+        gate.admit(LOOPBACK)
+        assert (await exchange(gate.port, request)).startswith(b"HTTP/1.1 200")
+        assert len(origin.requests) == 1
+    finally:
+        await proxy.close()
+
+
+async def test_closing_a_gate_cuts_its_open_tunnels(proxy, origin):
+    gate = await proxy.open_gate()
+    reader, writer = await asyncio.open_connection("127.0.0.1", gate.port)
+    writer.write(f"CONNECT 127.0.0.1:{origin.port} HTTP/1.1\r\n\r\n".encode())
+    assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+    await gate.close()
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    assert isinstance(gate.rule, DenyAll) and gate not in proxy.gates
+    writer.close()

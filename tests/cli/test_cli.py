@@ -1,0 +1,139 @@
+"""The ``browserd`` command as a user types it: flags, exit codes, listings, batches, completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from daemon.client import Client
+from tests.queue.stack import ROOT, TOKEN, Stack, script, wait_until
+from tests.support.servers import StaticServer
+
+
+def browserd(s: Stack | None, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = s.env if s is not None else {**os.environ, "BROWSERD_API_URL": "http://127.0.0.1:9"}
+    return subprocess.run([sys.executable, "-m", "daemon", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_version_flags_and_exit_codes(deploy: Stack) -> None:
+    assert browserd(deploy, "--version").stdout.startswith("browserd ")
+    unreachable = browserd(None, "status", "0" * 32)
+    assert unreachable.returncode == 3 and "cannot reach the API" in unreachable.stderr
+    flags = browserd(None, "--api-url", deploy.url, "--token", TOKEN, "jobs", "--state", "retrying")
+    assert flags.returncode == 0, flags.stderr
+    missing = browserd(deploy, "status", "0" * 32)
+    assert missing.returncode == 1 and "no job with id" in missing.stderr
+
+
+def test_a_refused_spec_names_its_reason_once(deploy: Stack, tmp_path: Path) -> None:
+    bad = browserd(deploy, "submit", "do it", "--timeout", "-1")
+    assert bad.returncode == 1
+    assert bad.stderr.count("greater than 0") == 1 and "timeout" in bad.stderr, bad.stderr
+
+
+def test_politeness_flags_reach_the_spec_and_bad_ones_are_named(deploy: Stack, tmp_path: Path) -> None:
+    bad = browserd(deploy, "submit", "do it", "--max-concurrent", "0")
+    assert bad.returncode == 1 and "politeness.max_concurrent" in bad.stderr, bad.stderr
+    steps = tmp_path / "script.json"
+    steps.write_text(json.dumps([{"done": {"text": "polite"}}]))
+    ok = browserd(deploy, "submit", "--script", str(steps), "--max-concurrent", "1", "--min-delay", "0.5",
+                  "--respect-robots-txt", "--json")
+    assert ok.returncode == 0, ok.stderr
+    job_id = json.loads(ok.stdout)["id"]
+    with Client(deploy.url, TOKEN) as api:
+        spec = api.get(job_id).spec
+    assert spec is not None and spec.politeness.model_dump() == {
+        "max_concurrent": 1, "min_delay": 0.5, "respect_robots_txt": True}
+
+
+def test_paging_keeps_every_filter(deploy: Stack, site: StaticServer) -> None:
+    with Client(deploy.url, TOKEN) as api:
+        for _ in range(3):
+            api.submit({"script": script(site.url("/cdp/basic.html"), waits=0), "labels": {"page": "me"}})
+    first = browserd(deploy, "jobs", "--label", "page=me", "--limit", "2")
+    hint = next(line for line in first.stdout.splitlines() if line.startswith("more: "))
+    assert "--label page=me" in hint and "--limit 2" in hint
+    rest = browserd(deploy, *hint.removeprefix("more: browserd ").split())
+    assert rest.returncode == 0 and len([line for line in rest.stdout.splitlines() if "  " in line]) == 1
+
+
+def test_watch_json_batch_cancel_attach_batches_and_schedule_json(deploy: Stack, site: StaticServer,
+                                                                 tmp_path: Path) -> None:
+    with Client(deploy.url, TOKEN) as api:
+        job = api.submit({"script": script(site.url("/cdp/basic.html"), waits=0, text="watched")})
+        watched = browserd(deploy, "watch", job.id, "--json")
+        lines = [json.loads(line) for line in watched.stdout.splitlines() if line.startswith('{"id"')]
+        assert watched.returncode == 0 and {"state", "step"} <= {line["event"] for line in lines}
+
+        slow = api.submit_batch([{"script": script(site.url("/cdp/basic.html"), waits=20)}] * 4)
+    cancelled = browserd(deploy, "batch", "--cancel", slow.id, "--json")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert json.loads(cancelled.stdout)["cancel_requested"] is True
+    attached = browserd(deploy, "batch", "--attach", slow.id, timeout=120)
+    assert attached.returncode == 1 and "progress: 4/4" in attached.stderr and "cancelled" in attached.stderr
+    listed = browserd(deploy, "batches", "--limit", "5")
+    assert slow.id in listed.stdout
+    schedules = browserd(deploy, "schedule", "list", "--json")
+    assert schedules.returncode == 0 and isinstance(json.loads(schedules.stdout), list)
+
+
+def test_progress_says_when_no_worker_is_alive(tmp_path: Path, site: StaticServer) -> None:
+    from tests.queue.stack import stack
+
+    with stack() as idle:  # an API and Redis, and no worker
+        with Client(idle.url, TOKEN) as api:
+            batch = api.submit_batch([{"script": script(site.url("/cdp/basic.html"))}])
+        log = tmp_path / "stderr.txt"
+        with open(log, "w") as err_file:
+            proc = subprocess.Popen([sys.executable, "-m", "daemon", "batch", "--attach", batch.id], env=idle.env,
+                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err_file)
+        try:
+            wait_until(lambda: "no worker is alive" in log.read_text(), 60, "the progress line")
+        finally:
+            proc.terminate()
+            proc.wait(20)
+    assert "progress: 0/1" in log.read_text()
+
+
+def test_the_progress_bar_stays_on_one_line_in_a_narrow_terminal(deploy: Stack, site: StaticServer) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    with Client(deploy.url, TOKEN) as api:
+        batch = api.submit_batch([{"script": script(site.url("/cdp/basic.html"), waits=1)}] * 4)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "daemon", "batch", "--attach", batch.id], env=deploy.env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(60)
+    os.close(master)
+    screen = out.decode(errors="replace")
+    assert proc.returncode == 0, screen
+    redraws = [part for line in screen.split("\n") for part in line.split("\r") if part.strip()]
+    assert screen.count("\n") <= 3, screen  # the bar is redrawn in place, not printed again
+    assert all(len(part.rstrip()) <= 60 for part in redraws if "%" in part), redraws
+
+
+def test_shell_completion_for_bash(tmp_path: Path) -> None:
+    text = browserd(None, "completion", "bash").stdout
+    probe = (f"{text}\nCOMP_WORDS=(browserd sch); COMP_CWORD=1; _browserd; echo \"${{COMPREPLY[@]}}\";"
+             "COMP_WORDS=(browserd schedule ''); COMP_CWORD=2; _browserd; echo \"${COMPREPLY[@]}\"")
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "schedule"
+    assert {"create", "list", "pause", "resume", "--json"} <= set(out[1].split())

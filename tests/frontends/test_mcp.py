@@ -1,0 +1,113 @@
+"""``browserd mcp`` with the SDK's own client, over both transports, against the real stack: the
+streamable HTTP endpoint the API serves at ``/mcp``, and ``browserd mcp`` on stdio as a desktop
+client would start it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.frontends.model import ANSWER
+from tests.queue.stack import ROOT, TOKEN, Stack, script
+from tests.support.llm_server import LLMServer
+from tests.support.servers import StaticServer
+
+TOOLS = {"run_task", "submit_job", "get_job", "cancel_job", "list_jobs", "run_batch", "open_session", "navigate",
+         "get_state", "click", "type", "select", "scroll", "screenshot", "close_session"}
+
+
+def http_client(s: Stack, token: str = TOKEN) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(120.0))
+    return Client(streamable_http_client(s.url + "/mcp", http_client=http))
+
+
+def stdio_client(s: Stack) -> Client:
+    env = {k: v for k, v in s.env.items() if k.startswith(("BROWSERD_", "PATH", "PYTHONPATH", "HOME"))}
+    return Client(StdioServerParameters(command=sys.executable, args=["-m", "daemon", "mcp"], env=env, cwd=ROOT))
+
+
+def structured(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content.get("result", result.structured_content)
+    return json.loads(result.content[0].text)
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error, result
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_tools_and_a_task_with_the_scripted_model(frontend_stack: tuple[Stack, LLMServer], site: StaticServer,
+                                                        transport: str) -> None:
+    s, _ = frontend_stack
+    async with (http_client(s) if transport == "http" else stdio_client(s)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == TOOLS
+        assert "task" in tools["run_task"].input_schema["required"]
+
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        done = structured(await client.call_tool("run_task", {
+            "task": f"quick: read the page ({transport})", "start_url": site.url("/cdp/basic.html"),
+            "labels": {"via": f"mcp-{transport}"}}, progress_callback=on_progress))
+        assert done["state"] == "succeeded" and done["final_answer"] == ANSWER, done
+        assert progress, "run_task reports the job's steps as progress"
+
+        steps = await client.read_resource(done["steps_resource"])
+        parsed = json.loads(steps.contents[0].text)
+        assert parsed and parsed[0]["url"].endswith("/cdp/basic.html") and parsed[0]["actions"][0]["name"] == "done"
+        result = json.loads((await client.read_resource(f"browserd://jobs/{done['job_id']}/result")).contents[0].text)
+        assert result["final_answer"] == ANSWER
+
+        listed = structured(await client.call_tool("list_jobs", {"labels": {"via": f"mcp-{transport}"}}))
+        assert [j["job_id"] for j in listed["jobs"]] == [done["job_id"]]
+
+        # refusals come back as tool errors with the API's own words
+        assert "no job with id" in error_text(await client.call_tool("get_job", {"job_id": "0" * 32}))
+        assert "exactly one of 'task'" in error_text(await client.call_tool("submit_job", {"start_url": site.url("/")}))
+        assert "already finished" in error_text(await client.call_tool("cancel_job", {"job_id": done["job_id"]}))
+
+
+async def test_jobs_and_batches_over_http(frontend_stack: tuple[Stack, LLMServer], site: StaticServer) -> None:
+    s, _ = frontend_stack
+    async with http_client(s) as client:
+        long = structured(await client.call_tool("submit_job", {"script": script(site.url("/cdp/basic.html"), waits=30)}))
+        assert long["state"] in ("queued", "running")
+        cancelled = structured(await client.call_tool("cancel_job", {"job_id": long["job_id"]}))
+        assert cancelled["state"] == "cancelled" or cancelled["cancel_requested"], cancelled
+        for _ in range(300):
+            now = structured(await client.call_tool("get_job", {"job_id": long["job_id"]}))
+            if now["state"] != "running":
+                break
+            await asyncio.sleep(0.1)
+        assert now["state"] == "cancelled", now
+
+        batch = structured(await client.call_tool("run_batch", {
+            "jobs": [{"script": script(site.url("/cdp/basic.html"), waits=0, text=f"item {i}")} for i in range(2)],
+            "defaults": {"labels": {"via": "mcp-batch"}}, "wait_seconds": 60}))
+        assert batch["batch"]["state"] == "completed", batch
+        assert sorted(r["final_answer"] for r in batch["results"]) == ["item 0", "item 1"]
+
+        bad = error_text(await client.call_tool("run_batch", {"jobs": [{"task": "x", "options": {"max_steps": 0}}]}))
+        assert "jobs[0].options.max_steps" in bad
+
+
+async def test_the_http_endpoint_needs_the_token(frontend_stack: tuple[Stack, LLMServer]) -> None:
+    s, _ = frontend_stack
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx2.AsyncClient() as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
+            resp = await http.post(s.url + "/mcp", json=body, headers={**headers, "Accept": "application/json, text/event-stream"})
+            assert resp.status_code == 401 and "bearer token" in resp.json()["message"]

@@ -1,0 +1,91 @@
+"""The console's recipes pages (the app in process, a real redis-server): listed, shown by
+version, deleted with the CSRF token only; a recipe's text is shown as text, never markup."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from config import load_settings
+from daemon.api import create_app
+from tests.support.redis_server import RedisServer
+from workers.jobs import Keys
+from workers.jobs.recipes import Recipe, RecipeStep, RecipeStore
+from workers.jobs.store import connect
+
+TOKEN = "console-recipes-token"
+ORIGIN = "http://127.0.0.1:8080"
+HOSTILE = '<script>alert(1)</script>'
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    server = RedisServer().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[TestClient]:
+    app = create_app(load_settings(redis_url=redis_url, api_token=TOKEN))
+    with TestClient(app, base_url=ORIGIN, follow_redirects=False) as c:
+        yield c
+
+
+def save(redis_url: str, *recipes: Recipe) -> None:
+    async def go() -> None:
+        redis = connect(redis_url)
+        try:
+            store = RecipeStore(redis, Keys())
+            for recipe in recipes:
+                await store.save(recipe)
+        finally:
+            await redis.aclose()
+
+    asyncio.run(go())
+
+
+def search(version: int, button: str) -> Recipe:
+    steps = [RecipeStep(action="input_text", params={"locator": {"tag": "input", "attributes": {"name": "q"}},
+                                                     "text": "{{query}}"}),
+             RecipeStep(action="click_element", params={"locator": {"tag": "button", "name": button}})]
+    return Recipe(name="shop-search", version=version, task=f'Search the shop for "{{{{query}}}}" {HOSTILE}',
+                  start_url="http://127.0.0.1:9/shop", params={"query": "mug"}, steps=steps)
+
+
+def login(c: TestClient) -> str:
+    assert c.post("/ui/login", data={"token": TOKEN, "next": "/ui/recipes"}).status_code == 303
+    return re.search(r'name="csrf" value="([0-9a-f]+)"', c.get("/ui/submit").text).group(1)
+
+
+def test_recipes_are_listed_shown_by_version_and_deleted(client: TestClient, redis_url: str) -> None:
+    assert client.get("/ui/recipes").status_code == 303, "a session is needed"
+    csrf = login(client)
+    assert "No recipes" in client.get("/ui/recipes").text
+    save(redis_url, search(1, "Search"), search(2, "Find"))
+
+    listing = client.get("/ui/recipes").text
+    assert 'data-recipe="shop-search"' in listing and "<td>query</td>" in listing
+    page = client.get("/ui/recipes/shop-search").text
+    assert "v2" in page and "click_element button 'Find'" in html.unescape(page) and "{{query}}" in page
+    assert HOSTILE not in page and "&lt;script&gt;alert(1)" in page
+    assert "button 'Search'" in html.unescape(client.get("/ui/recipes/shop-search?version=1").text)
+
+    assert client.get("/ui/recipes/nope").status_code == 404
+    assert client.get("/ui/recipes/..%2F..%2Fjob").status_code == 404
+    assert client.get("/ui/recipes/shop-search?version=9").status_code == 404
+    assert client.post("/ui/recipes/shop-search/delete").status_code == 403, "no CSRF token"
+    assert client.post("/ui/recipes/shop-search/delete", data={"csrf": csrf},
+                       headers={"Origin": "http://evil.example"}).status_code == 403
+    assert client.get("/ui/recipes/shop-search").status_code == 200
+    gone = client.post("/ui/recipes/shop-search/delete", data={"csrf": csrf})
+    assert gone.status_code == 303 and gone.headers["location"] == "/ui/recipes"
+    assert client.get("/ui/recipes/shop-search").status_code == 404
+    assert client.post("/ui/recipes/shop-search/delete", data={"csrf": csrf}).status_code == 404

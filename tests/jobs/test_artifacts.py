@@ -1,0 +1,119 @@
+"""The artifact store (fsspec, a real local folder), large data offloading, and retention: a job's
+folder is deleted by the reconciler pass that trims its expired record (real redis-server)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+import pytest
+
+from config import ConfigError, load_settings
+from tests.jobs.test_finishing import run_to_end
+from tests.support.redis_server import RedisServer
+from workers.jobs import JobResult, JobSpec, JobStatus, JobStore, Keys, StepRecord, connect, new_id
+from workers.jobs.artifacts import (
+    ArtifactStore,
+    NoSuchArtifact,
+    UnsafeName,
+    inline,
+    name_from,
+    offload,
+    safe_name,
+)
+from workers.jobs.models import JobTotals
+from workers.jobs.reconcile import Reconciler
+
+
+@pytest.fixture
+def artifacts(tmp_path) -> ArtifactStore:
+    return ArtifactStore.open(f"file://{tmp_path}/store")
+
+
+@pytest.mark.parametrize("name", ["..", "../x", "..%2Fx", "a/b", "/etc/passwd", ".env", "a..b", "", "x" * 201,
+                                  "a\\b", "a b", "step-1.jpg\n"])
+def test_names_that_could_leave_the_folder_are_refused(artifacts: ArtifactStore, name: str) -> None:
+    with pytest.raises(UnsafeName):
+        safe_name(name)
+    with pytest.raises(UnsafeName):
+        artifacts.job(new_id()).read(name)
+
+
+@pytest.mark.parametrize("url", ["nosuchfs://bucket/prefix", "s3://bucket/prefix"])
+def test_a_store_that_cannot_be_opened_names_the_setting(url: str) -> None:
+    if url.startswith("s3") and importlib.util.find_spec("s3fs") is not None:
+        pytest.skip("s3fs is installed here")
+    with pytest.raises(ConfigError, match="BROWSERD_ARTIFACTS_URL"):
+        ArtifactStore.open(url)
+
+
+def test_job_ids_are_checked_too(artifacts: ArtifactStore) -> None:
+    with pytest.raises(UnsafeName):
+        artifacts.job("../../etc")
+
+
+def test_page_chosen_file_names_are_made_safe() -> None:
+    assert name_from("../../etc/passwd", "download-") == "download-etc_passwd"
+    assert name_from("report (2).csv", "download-") == "download-report_2_.csv"
+    assert name_from("..", "download-") == "download-file"
+
+
+def test_put_list_read_and_delete(artifacts: ArtifactStore, tmp_path) -> None:
+    folder = artifacts.job(new_id())
+    assert folder.list() == []
+    link = folder.put("page.html", b"<p>hi</p>")
+    assert (link.name, link.size, link.content_type) == ("page.html", 9, "text/html; charset=utf-8")
+    assert link.url == f"/v1/jobs/{folder.job_id}/artifacts/page.html"
+    local = tmp_path / "report.csv"
+    local.write_bytes(b"a,b\n" * 100_000)
+    folder.put_file("download-report.csv", str(local))
+    assert [(a.name, a.size) for a in folder.list()] == [("download-report.csv", 400_000), ("page.html", 9)]
+    assert b"".join(folder.chunks("download-report.csv")) == local.read_bytes()
+    with pytest.raises(NoSuchArtifact):
+        folder.size("nothing.txt")
+    assert folder.delete() and folder.list() == [] and not folder.delete()
+
+
+def test_a_large_result_is_offloaded_and_read_back(artifacts: ArtifactStore) -> None:
+    folder = artifacts.job(new_id())
+    small = JobResult(status=JobStatus.succeeded, final_answer="ok", data={"n": 1}, steps=[StepRecord(step=1)])
+    assert offload(small, folder, 1024) is small and folder.list() == []
+    rows = [{"name": f"item {n}", "price": n} for n in range(500)]
+    steps = [StepRecord(step=1, plan={"final_answer": "many"}), StepRecord(step=2, url="http://127.0.0.1/")]
+    full = JobResult(status=JobStatus.succeeded, final_answer="many", data=rows, steps=steps,
+                     totals=JobTotals(steps=2))
+    big = offload(full, folder, 1024)
+    assert big.data is None and big.final_answer is None and big.steps == [] and big.totals.steps == 2
+    assert big.result_artifact == f"/v1/jobs/{folder.job_id}/artifacts/result.json"
+    assert [a.name for a in big.artifacts] == ["result.json"] and len(big.model_dump_json()) < 1024
+    back = inline(big, folder)
+    assert back.data == rows and back.final_answer == "many" and back.steps == steps
+    assert back.model_copy(update={"artifacts": [], "result_artifact": None}) == full
+
+
+async def test_the_reconciler_deletes_the_folders_of_expired_jobs_only(server: RedisServer, tmp_path) -> None:
+    url = f"file://{tmp_path}/store"
+    settings = load_settings(redis_url=server.url, result_ttl=1, artifacts_url=url)
+    artifacts = ArtifactStore.open(url)
+    client = connect(server.url)
+    keys = Keys(prefix=f"t{new_id()[:8]}:")
+    short, long = JobStore(client, result_ttl=1, keys=keys), JobStore(client, result_ttl=3600, keys=keys)
+    try:
+        expiring, _ = await short.create(JobSpec(task="old"), max_steps=3)
+        await run_to_end(short, expiring, JobStatus.failed)
+        kept, _ = await long.create(JobSpec(task="new"), max_steps=3)
+        await run_to_end(long, kept, JobStatus.failed)
+        running, _ = await long.create(JobSpec(task="running"), max_steps=3)
+        for job_id in (expiring, kept, running):
+            artifacts.job(job_id).put("step-001.jpg", b"\xff\xd8\xff jpeg")
+        await asyncio.sleep(1.5)  # past the first job's TTL: its record is gone, its folder not yet
+        assert not await client.exists(keys.job(expiring)) and artifacts.job(expiring).list()
+
+        report = await Reconciler(short, settings).run_once()
+        assert report is not None and report.artifact_folders_deleted == 1
+        assert artifacts.job(expiring).list() == []
+        assert artifacts.job(kept).list() and artifacts.job(running).list()
+        again = await Reconciler(short, settings).run_once()
+        assert again is not None and again.artifact_folders_deleted == 0
+    finally:
+        await client.aclose()

@@ -1,0 +1,141 @@
+"""workers.jobs politeness: registrable domains, a job's limits, and the Redis slots and spacing on a
+real redis-server (leases that lapse, reservations that space navigations)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from config import Settings
+from workers.jobs import JobStore, SpecError
+from workers.jobs.domain_limits import DomainLimits, HeldSlot, SlotWaitCancelled, SlotWaitExpired
+from workers.jobs.politeness import PolitenessOptions, job_domain, limits_for, registrable_domain, url_domain
+from workers.jobs.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
+from workers.jobs.specs import BatchRequest, validate_jobs
+
+
+@pytest.mark.parametrize(("host", "domain"), [
+    ("www.shop.example.co.uk", "example.co.uk"),
+    ("img.example.com", "example.com"),
+    ("EXAMPLE.com.", "example.com"),
+    ("a.github.io", "a.github.io"),  # a private suffix: each user's site is its own
+    ("127.0.0.1", "127.0.0.1"),
+    ("[::1]", "::1"),
+    ("localhost", "localhost"),
+    ("co.uk", "co.uk"),
+])
+def test_registrable_domain_uses_the_bundled_suffix_list(host: str, domain: str) -> None:
+    assert registrable_domain(host) == domain
+
+
+def test_a_jobs_domain_is_its_start_url_else_its_scripts_first_page() -> None:
+    assert url_domain("about:blank") is None and url_domain("data:text/html,x") is None
+    assert job_domain("https://www.example.com/a", None) == "example.com"
+    script = [{"wait": {"seconds": 1}}, {"go_to_url": {"url": "http://127.0.0.1:8000/x"}}]
+    assert job_domain(None, script) == "127.0.0.1"
+    assert job_domain(None, [{"done": {"text": "x"}}]) is None
+
+
+def test_a_job_may_be_stricter_but_not_looser_unless_allowed() -> None:
+    strict = Settings(politeness_max_concurrent=2, politeness_min_delay=1.0, respect_robots_txt=True)
+    own = limits_for(PolitenessOptions(max_concurrent=1, min_delay=2.0), strict)
+    assert (own.max_concurrent, own.min_delay, own.respect_robots_txt) == (1, 2.0, True)
+    for field, value in [("max_concurrent", 3), ("min_delay", 0.5), ("respect_robots_txt", False)]:
+        with pytest.raises(SpecError) as err:
+            limits_for(PolitenessOptions(**{field: value}), strict)
+        assert err.value.problems[0].field == f"politeness.{field}"
+        # at run time (settings tightened since submission) the settings' value wins instead
+        ran = limits_for(PolitenessOptions(**{field: value}), strict, refuse=False)
+        assert (ran.max_concurrent, ran.min_delay, ran.respect_robots_txt) == (2, 1.0, True)
+    loose = strict.model_copy(update={"politeness_allow_looser": True})
+    assert limits_for(PolitenessOptions(max_concurrent=5, respect_robots_txt=False), loose).max_concurrent == 5
+    assert limits_for(PolitenessOptions(max_concurrent=5), Settings()).max_concurrent == 5  # no global limit
+
+
+@pytest.fixture
+def limits(store: JobStore) -> DomainLimits:
+    return DomainLimits(store.redis, store.keys, lease=1.0)
+
+
+async def test_slots_are_counted_per_domain_and_released(limits: DomainLimits) -> None:
+    assert await limits.try_slot("example.com", "a", 2) and await limits.try_slot("example.com", "b", 2)
+    assert not await limits.try_slot("example.com", "c", 2), "a third job on the domain waits"
+    assert await limits.try_slot("example.com", "a", 2), "a holder renews its own slot"
+    assert await limits.try_slot("other.org", "c", 2), "another domain has its own slots"
+    assert await limits.try_slot("example.com", "d", 0), "limit 0 is no limit"
+    await limits.release(HeldSlot("example.com", "d"))
+    await limits.release(HeldSlot("example.com", "a"))
+    assert await limits.try_slot("example.com", "c", 2)
+    assert sorted(await limits.holders("example.com")) == ["b", "c"]
+
+
+async def test_a_slot_nobody_renews_lapses_and_a_renewed_one_does_not(limits: DomainLimits) -> None:
+    assert await limits.try_slot("example.com", "dead", 2) and await limits.try_slot("example.com", "alive", 2)
+    for _ in range(8):  # 1.6 s: past the 1 s lease of the slot nobody renews
+        await limits.renew([HeldSlot("example.com", "alive")])
+        await asyncio.sleep(0.2)
+    assert await limits.holders("example.com") == ["alive"]
+    assert await limits.try_slot("example.com", "next", 2), "the dead worker's slot was freed"
+
+
+async def test_waiting_for_a_slot_ends_when_one_frees_or_gives_up(limits: DomainLimits) -> None:
+    assert await limits.try_slot("example.com", "a", 1)
+    with pytest.raises(SlotWaitExpired):
+        await limits.wait_slot("example.com", "b", 1, patience=0.5)
+    with pytest.raises(SlotWaitCancelled):
+        await limits.wait_slot("example.com", "b", 1, patience=5, cancelled=lambda: True)
+    waiter = asyncio.ensure_future(limits.wait_slot("example.com", "b", 1, patience=10))
+    await asyncio.sleep(0.3)
+    assert not waiter.done()
+    await limits.release(HeldSlot("example.com", "a"))
+    assert await asyncio.wait_for(waiter, 5) == HeldSlot("example.com", "b")
+
+
+async def test_navigations_are_spaced_by_the_strictest_delay_reserved(limits: DomainLimits) -> None:
+    waits = [await limits.reserve_navigation("example.com", 1.0) for _ in range(3)]
+    assert waits[0] == 0 and 0.9 < waits[1] <= 1.0 and 1.9 < waits[2] <= 2.0
+    assert await limits.reserve_navigation("other.org", 1.0) == 0
+    assert 3.8 < await limits.reserve_navigation("example.com", 2.0) <= 4.0, "a stricter job spaces itself more"
+
+
+async def test_robots_rules_follow_rfc_9309_and_are_cached(store: JobStore) -> None:
+    body = "User-agent: *\nDisallow: /private\n\nUser-agent: browserd\nDisallow: /nobrowserd\n"
+    found = RobotsFile(200, body)
+    assert found.refusal("http://x.test/public", "browserd") is None
+    assert "robots.txt" in (found.refusal("http://x.test/nobrowserd/a", "browserd") or "")
+    assert found.refusal("http://x.test/private", "browserd") is None, "the browserd group replaces *"
+    assert found.refusal("http://x.test/private", "otherbot") is not None
+    assert RobotsFile(404).refusal("http://x.test/private", "browserd") is None, "4xx: all allowed"
+    assert "could not be read" in (RobotsFile(503).refusal("http://x.test/", "browserd") or "")
+    assert RobotsFile(0, error="reset").refusal("http://x.test/", "browserd") is not None
+    assert robots_url("HTTP://Example.com:8080/a/b?q") == ("http://example.com:8080",
+                                                         "http://example.com:8080/robots.txt")
+    cache = RobotsCache(store.redis, store.keys, ttl=60)
+    assert await cache.get("http://x.test") is None
+    await cache.put("http://x.test", found)
+    assert await cache.get("http://x.test") == found
+    await cache.put("http://down.test", RobotsFile(0, error="reset"))
+    assert 0 < await store.redis.ttl(store.keys.robots("http://down.test")) <= 60
+
+
+async def test_a_hostile_robots_txt_is_read_safely(store: JobStore) -> None:
+    """Binary garbage is no rules; a huge file is cut at MAX_BODY (rules past it are not seen)."""
+    garbage = RobotsFile(200, "\x00\xff<html>Disallow-ish: /\x1b[31m\n" * 1000)
+    assert garbage.refusal("http://x.test/a", "browserd") is None
+    huge = RobotsFile(200, "# " + "x" * (2 * MAX_BODY) + "\nUser-agent: *\nDisallow: /\n")
+    cache = RobotsCache(store.redis, store.keys, ttl=60)
+    await cache.put("http://huge.test", huge)
+    kept = await cache.get("http://huge.test")
+    assert kept is not None and len(kept.body) == MAX_BODY
+    assert kept.refusal("http://huge.test/a", "browserd") is None
+
+
+def test_a_looser_job_in_a_batch_is_refused_with_its_index_and_field() -> None:
+    settings = Settings(politeness_max_concurrent=2)
+    good = {"script": [{"done": {"text": "x"}}], "politeness": {"max_concurrent": 1}}
+    loose = {"script": [{"done": {"text": "x"}}], "politeness": {"max_concurrent": 3}}
+    assert len(validate_jobs(BatchRequest(jobs=[good, good]), settings)) == 2
+    with pytest.raises(SpecError) as err:
+        validate_jobs(BatchRequest(jobs=[good, loose]), settings)
+    assert [p.field for p in err.value.problems] == ["jobs[1].politeness.max_concurrent"]

@@ -1,0 +1,48 @@
+"""workers.jobs.store on a real redis-server: the transitions, their fencing, idempotency and listing."""
+
+from __future__ import annotations
+
+from workers.jobs import JobResult, JobSpec, JobStatus, JobStore, StepRecord
+
+
+async def test_a_job_runs_once_and_finishes_once(store: JobStore) -> None:
+    job_id, created = await store.create(JobSpec(task="a"), max_steps=3)
+    assert created and (await store.get(job_id)).state == JobStatus.queued  # type: ignore[union-attr]
+    claim = await store.start(job_id, worker="w1", max_attempts=2, stale_after=30)
+    assert (claim.outcome, claim.attempt) == ("run", 1)
+    assert (await store.start(job_id, worker="w2", max_attempts=2, stale_after=30)).outcome == "busy"
+    assert await store.progress(job_id, 1, step=StepRecord(step=1, url="http://x/"))
+    assert await store.finish(job_id, 1, JobResult(status=JobStatus.succeeded, final_answer="done"))
+    assert not await store.finish(job_id, 1, JobResult(status=JobStatus.failed)), "a job finishes once"
+    record = await store.get(job_id)
+    assert record is not None and record.state == JobStatus.succeeded and record.result.final_answer == "done"
+    assert [e.type for e in await store.events(job_id)] == ["state", "state", "step", "state"]
+
+
+async def test_a_stale_run_loses_the_job_to_the_next_delivery(store: JobStore) -> None:
+    job_id, _ = await store.create(JobSpec(task="a"), max_steps=3)
+    await store.start(job_id, worker="w1", max_attempts=3, stale_after=30)
+    claim = await store.start(job_id, worker="w2", max_attempts=3, stale_after=0)
+    assert (claim.outcome, claim.attempt) == ("run", 2)
+    assert not await store.progress(job_id, 1), "the first run no longer owns the job"
+    assert not await store.finish(job_id, 1, JobResult(status=JobStatus.succeeded))
+
+
+async def test_cancel_before_start_and_idempotency(store: JobStore) -> None:
+    spec = JobSpec(task="a", idempotency_key="k1")
+    first, created = await store.create(spec, max_steps=3)
+    again, created_again = await store.create(spec, max_steps=3)
+    assert (first, created, created_again) == (again, True, False)
+    assert await store.cancel(first) == ("cancelled", "cancelled")
+    assert await store.cancel(first) == ("finished", "cancelled")
+    assert (await store.start(first, worker="w", max_attempts=1, stale_after=30)).outcome == "finished"
+    assert await store.cancel("../not-an-id") == ("missing", "")
+
+
+async def test_listing_is_newest_first_by_state_and_label(store: JobStore) -> None:
+    ids = [(await store.create(JobSpec(task="a", labels={"team": t}), max_steps=1))[0] for t in "xyx"]
+    page = await store.list(labels={"team": "x"}, limit=1)
+    assert [j.id for j in page.jobs] == [ids[2]] and page.next_cursor is not None
+    rest = await store.list(labels={"team": "x"}, limit=5, cursor=page.next_cursor)
+    assert [j.id for j in rest.jobs] == [ids[0]] and rest.next_cursor is None
+    assert {j.id for j in (await store.list(state="queued", limit=50)).jobs} >= set(ids)

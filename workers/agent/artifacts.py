@@ -1,0 +1,190 @@
+"""A job's artifacts: step screenshots, the final page, its logs and its downloads, kept as its
+``ArtifactOptions`` ask, in its folder of the artifact store (``workers.jobs.artifacts``).
+
+* ``every_step`` screenshots are taken as each step ends (while the next one reads the page and
+  asks the model; before its first action) and stored, and the step's event links to one;
+  ``on_failure`` ones are taken each step too but held in memory (the last ``MAX_HELD``) and
+  stored only if the job does not succeed.
+* The final page (HTML and its text), the console log and failed requests (``journal``) are
+  read when the job ends, together within ``CAPTURE_SECONDS`` (a page spinning in a script must not
+  hold the worker).
+* Downloads are copied from the job's download folder into the store as ``download-<name>``.
+
+Text artifacts (logs, HTML, page text) are scrubbed of the job's secrets like its records; a
+screenshot is an image of the user's page, kept as it is (README, security notes). Nothing that
+fails here fails the job: it is logged, and the job's result simply lists fewer artifacts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+
+import cdp
+from config import Settings
+from workers.agent.journal import Journal
+from workers.agent.secrets import Secrets
+from workers.jobs.artifacts import JobArtifacts, link_path, name_from
+from workers.jobs.models import ArtifactLink, ArtifactOptions, JobResult, JobStatus, KeepPolicy, StepRecord
+
+log = logging.getLogger("browserd.agent.artifacts")
+
+MAX_HELD = 50  # on_failure screenshots held per job (the last ones: what led to the failure)
+SHOT_SECONDS = 2.0  # one screenshot; a page that cannot paint in this time gets none
+CAPTURE_SECONDS = 2.0  # the final page's HTML and text and the tabs' logs, together
+MAX_HTML = 5 * 1024 * 1024  # characters of the final page's HTML kept
+SCALED = 0.5  # the scale of a second attempt at a screenshot that was too large
+SCALED_QUALITY = 40
+
+_HTML = f"(() => {{ const h = document.documentElement ? document.documentElement.outerHTML : ''; " \
+        f"return h.length > {MAX_HTML} ? h.slice(0, {MAX_HTML}) : h; }})()"
+_TEXT = "document.body ? document.body.innerText : ''"
+
+
+class ArtifactRecorder:
+    """Takes and stores one job's artifacts; with no ``folder`` (no store) it keeps nothing."""
+
+    def __init__(self, folder: JobArtifacts | None, options: ArtifactOptions, settings: Settings,
+                 secrets: Secrets) -> None:
+        self.folder = folder
+        self.options = options
+        self.settings = settings
+        self.secrets = secrets
+        self.journal = Journal() if folder is not None and options.logs != "off" else None
+        self.links: list[ArtifactLink] = []
+        self.download_links: dict[str, str] = {}  # download guid -> API path of its stored copy
+        self._held: OrderedDict[str, tuple[StepRecord, bytes]] = OrderedDict()
+        self._page: Callable[[], cdp.Page] | None = None
+        self._tabs: Callable[[], list[cdp.Page]] = list
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def follow(self, current: Callable[[], cdp.Page], tabs: Callable[[], list[cdp.Page]]) -> None:
+        """How to find the tab to capture (the job's current tab, whichever it is then) and the
+        tabs whose logs to read."""
+        self._page, self._tabs = current, tabs
+
+    # --- while the job runs ----------------------------------------------------------------
+
+    async def step_ended(self, step: StepRecord) -> None:
+        """Start ``step``'s screenshot; it is taken while the next step reads the page and asks the
+        model, and ``settled()`` (before any action) waits for it, so it shows this step's end. Its
+        link is in the step at once (every_step): the step's event carries it."""
+        if self.folder is None or self.options.screenshots == "off" or self._page is None:
+            return
+        name = f"step-{step.step:03d}.jpg"
+        if self.options.screenshots == "every_step":
+            step.screenshot = link_path(self.folder.job_id, name)
+        task = asyncio.get_running_loop().create_task(self._keep_screenshot(step, name, self._page))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def settled(self) -> None:
+        """Screenshots under way are taken (called before an action changes the page)."""
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+
+    async def _keep_screenshot(self, step: StepRecord, name: str, current: Callable[[], cdp.Page]) -> None:
+        shot = await self._screenshot(current)
+        if shot is None:
+            step.screenshot = None  # the result says so; the step's event may already name the file
+            return
+        if self.options.screenshots == "every_step":
+            if await self._put(name, shot) is None:
+                step.screenshot = None
+            return
+        self._held[name] = (step, shot)
+        while len(self._held) > MAX_HELD:
+            self._held.popitem(last=False)
+
+    async def _screenshot(self, current: Callable[[], cdp.Page]) -> bytes | None:
+        limit = self.settings.artifact_screenshot_max_kb * 1024
+        try:
+            async with asyncio.timeout(SHOT_SECONDS):
+                page = current()
+                shot = await page.screenshot(jpeg_quality=self.settings.artifact_screenshot_quality)
+                if len(shot) > limit:
+                    shot = await page.screenshot(jpeg_quality=SCALED_QUALITY, scale=SCALED)
+        except (cdp.CDPException, TimeoutError, KeyError) as exc:
+            log.info("no screenshot: %s: %s", type(exc).__name__, exc)
+            return None
+        if len(shot) > limit:
+            log.info("screenshot skipped: %d bytes even at half scale (BROWSERD_ARTIFACT_SCREENSHOT_MAX_KB)", len(shot))
+            return None
+        return shot
+
+    # --- when it ends ----------------------------------------------------------------------
+
+    async def finish(self, result: JobResult, downloads: list[cdp.Download]) -> None:
+        """Store what the options keep for a job that ended as ``result``; list it in the result."""
+        if self.folder is None:
+            return
+        await self.settled()
+        failed = result.status != JobStatus.succeeded
+        if failed:
+            for name, (step, shot) in self._held.items():
+                link = await self._put(name, shot)
+                step.screenshot = link.url if link else None
+        self._held.clear()
+        deadline = asyncio.get_running_loop().time() + CAPTURE_SECONDS
+        if _keeps(self.options.page, failed) and self._page is not None:
+            await self._final_page(self._page, deadline)
+        if self.journal is not None and _keeps(self.options.logs, failed):
+            await self._read_logs(self.journal, deadline)
+            for kind in ("console", "network"):
+                lines = self.journal.lines(kind)
+                if lines:
+                    await self._put(f"{kind}.jsonl", self.secrets.scrub(lines).encode())
+        for item in downloads:
+            if item.state == "completed" and item.path is not None:
+                await self._put_download(item)
+        result.artifacts = sorted(self.links, key=lambda link: link.name)
+
+    async def _read_logs(self, journal: Journal, deadline: float) -> None:
+        try:
+            async with asyncio.timeout_at(deadline):
+                for page in self._tabs():
+                    await journal.collect(page)
+        except (cdp.CDPException, TimeoutError) as exc:
+            log.info("console log incomplete: %s: %s", type(exc).__name__, exc)
+
+    async def _final_page(self, current: Callable[[], cdp.Page], deadline: float) -> None:
+        try:
+            async with asyncio.timeout_at(deadline):
+                page = current()
+                html = await page.evaluate(_HTML)
+                text = await page.evaluate(_TEXT)
+        except (cdp.CDPException, TimeoutError) as exc:
+            log.info("final page not kept: %s: %s", type(exc).__name__, exc)
+            return
+        if isinstance(html, str) and html:
+            await self._put("page.html", self.secrets.scrub(html).encode())
+        if isinstance(text, str):
+            await self._put("page.txt", self.secrets.scrub(text).encode())
+
+    async def _put_download(self, item: cdp.Download) -> None:
+        assert self.folder is not None and item.path is not None
+        name = name_from(item.name, "download-")
+        try:
+            link = await asyncio.to_thread(self.folder.put_file, name, str(item.path))
+        except Exception as exc:  # any filesystem's error: the job's result just lacks the copy
+            log.warning("download %s not stored: %s: %s", name, type(exc).__name__, exc)
+            return
+        self.links.append(link)
+        self.download_links[item.guid] = link.url
+
+    async def _put(self, name: str, data: bytes) -> ArtifactLink | None:
+        assert self.folder is not None
+        try:
+            link = await asyncio.to_thread(self.folder.put, name, data)
+        except Exception as exc:  # any filesystem's error: the job's result just lacks the file
+            log.warning("artifact %s not stored: %s: %s", name, type(exc).__name__, exc)
+            return None
+        self.links = [*(a for a in self.links if a.name != name), link]
+        return link
+
+
+def _keeps(policy: KeepPolicy, failed: bool) -> bool:
+    return policy == "always" or (policy == "on_failure" and failed)
+

@@ -1,0 +1,84 @@
+"""The job kernel's errors: typed, with the context a caller needs, and no HTTP in them.
+
+The API turns them into responses at its edge (``daemon.api.errors``): ``SpecError`` is a 422
+naming each bad field, ``QueueUnavailable`` a 503. A Celery task that meets one ends with it, not
+with an HTTP status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class JobsError(Exception):
+    """Base of the kernel's own errors."""
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """One bad field of a submitted spec: ``options.max_steps``, ``jobs[3].script``, ``body``."""
+
+    field: str
+    message: str
+
+
+class SpecError(JobsError):
+    """A job, batch or schedule spec that can never run; ``problems`` names each bad field."""
+
+    def __init__(self, problems: list[FieldProblem], summary: str | None = None) -> None:
+        self.problems = problems
+        self.summary = summary or "; ".join(f"{p.field}: {p.message}" for p in problems[:5]) or "invalid spec"
+        super().__init__(self.summary)
+
+    @classmethod
+    def at(cls, field: str, message: str) -> SpecError:
+        """One problem, at one field."""
+        return cls([FieldProblem(field, message)])
+
+    def within(self, prefix: str) -> SpecError:
+        """The same problems, inside a larger document (``jobs[3]`` + ``.script``)."""
+        problems = [FieldProblem(prefix if p.field == "body" else f"{prefix}.{p.field}", p.message)
+                    for p in self.problems]
+        return SpecError(problems, f"{prefix}: {self.summary}" if len(problems) == 1 else None)
+
+
+class QueueUnavailable(JobsError):
+    """Records were written but their messages could not be published; the caller cancelled them."""
+
+
+class SessionError(JobsError):
+    """Base of the interactive sessions' errors (``sessions``)."""
+
+
+class SessionNotFound(SessionError):
+    """No open session with this id: never opened, closed, idle too long, or its worker is gone."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"no open session with id {session_id!r} (it was closed, stayed idle past its idle "
+                         "timeout, or its worker stopped); open a new one")
+
+
+class SessionLimitReached(SessionError):
+    """``BROWSERD_SESSION_MAX_OPEN`` sessions are open already."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"{limit} sessions are open already (BROWSERD_SESSION_MAX_OPEN); close one first")
+
+
+class SessionUnresponsive(SessionError):
+    """The session's worker did not answer in time (it is busy, overloaded, or no worker took the session)."""
+
+    def __init__(self, session_id: str, what: str, seconds: float) -> None:
+        self.session_id, self.seconds = session_id, seconds
+        super().__init__(f"session {session_id}: {what} got no answer within {seconds:g}s")
+
+
+class SessionCommandFailed(SessionError):
+    """A command ran on the page and failed; ``code`` is ``action_failed``, ``url_blocked`` or ``start_failed``,
+    the message the action's own (what the navigator would read)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code, self.message = code, message
+        super().__init__(message)

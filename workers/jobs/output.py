@@ -1,0 +1,130 @@
+"""Checking a job's data against its ``output_schema``: jsonschema, with a linear-time regex engine.
+
+A user's schema runs inside a worker next to other tenants' jobs. jsonschema evaluates ``pattern``
+and ``patternProperties`` with Python's ``re``, whose backtracking makes ``^(a+)+$`` on a long
+answer take years, all of it holding the GIL, so one job could freeze every job of a worker and
+ignore its own cancel and time limit. Here both keywords use RE2 (``google-re2``), which matches
+in time linear in the input and refuses what it cannot do that way (backreferences, lookaround):
+``check_schema`` reports such a pattern when the job is submitted, not when it runs.
+
+No ``$ref`` is fetched: only references inside the schema resolve.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import re2
+from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema.exceptions import SchemaError
+
+MAX_PROBLEMS = 20  # problems reported per check; the first few say what is wrong
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    return re2.compile(pattern)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _compiled(pattern).search(instance):
+        yield ValidationError(f"{instance!r:.80} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
+                        schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for name, value in instance.items():
+            if _compiled(pattern).search(name):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _validator_for(schema: dict[str, Any]) -> type[Any]:
+    base = validators.validator_for(schema, default=Draft202012Validator)
+    return validators.extend(base, {"pattern": _pattern, "patternProperties": _pattern_properties})
+
+
+def _patterns(schema: Any) -> Iterator[str]:
+    """Every regular expression a schema holds (``pattern`` values, ``patternProperties`` keys)."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("pattern"), str):
+            yield schema["pattern"]
+        if isinstance(schema.get("patternProperties"), dict):
+            yield from schema["patternProperties"]
+        for value in schema.values():
+            yield from _patterns(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _patterns(item)
+
+
+def check_schema(schema: dict[str, Any]) -> list[str]:
+    """Problems of the schema itself (an empty list: usable); checked when a job is submitted."""
+    try:
+        _validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "(root)"
+        return [f"{where}: {exc.message}"]
+    problems = []
+    for pattern in _patterns(schema):
+        try:
+            _compiled(pattern)
+        except re2.error as exc:
+            problems.append(f"pattern {pattern!r}: not supported by the linear-time engine (RE2): {exc}")
+    return problems
+
+
+def validate(value: Any, schema: dict[str, Any]) -> list[str]:
+    """Every problem found (up to ``MAX_PROBLEMS``), each naming its JSON path; empty means valid."""
+    validator = _validator_for(schema)(schema)
+    problems: list[str] = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.path))):
+        problems += [f"{error.json_path}: {message}" for message in _messages(error)]
+        if len(problems) >= MAX_PROBLEMS:
+            break
+    return problems[:MAX_PROBLEMS]
+
+
+_KINDS = (("null", type(None)), ("boolean", bool), ("integer", int), ("number", float), ("string", str),
+          ("array", list), ("object", dict))
+
+
+def _kind(value: Any) -> str:
+    return next((name for name, kind in _KINDS if isinstance(value, kind)), type(value).__name__)
+
+
+def _messages(error: ValidationError) -> list[str]:
+    """Short messages in the words a model (and a user) reads in the job's error, per keyword."""
+    keyword, want, value = error.validator, error.validator_value, error.instance
+    if keyword == "type":
+        return [f"expected {' or '.join(want if isinstance(want, list) else [want])}, got {_kind(value)}"]
+    if keyword == "required":  # one error per missing name, which only its message names
+        return [f"missing required property {error.message.removesuffix(' is a required property')}"]
+    if keyword == "additionalProperties" and want is False:
+        known = set(error.schema.get("properties", {}))
+        patterns = list(error.schema.get("patternProperties", {}))
+        return [f"unexpected property {name!r}" for name in value
+                if name not in known and not any(_compiled(p).search(name) for p in patterns)]
+    simple = {
+        "enum": f"{value!r} is not one of {want!r}", "const": f"must be {want!r}",
+        "minLength": f"shorter than {want} characters", "maxLength": f"longer than {want} characters",
+        "pattern": f"does not match {want!r}", "minimum": f"less than {want}", "maximum": f"greater than {want}",
+        "minItems": f"fewer than {want} items", "maxItems": f"more than {want} items",
+        "anyOf": "does not match any of the anyOf schemas", "oneOf": "does not match exactly one of the oneOf schemas",
+    }
+    return [simple.get(str(keyword), error.message)]
+
+
+def resolve_ref(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` itself, or what its local ``$ref`` (``#/$defs/...``) points to in ``root``."""
+    ref = schema.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return schema
+    node: Any = root
+    for part in ref[2:].split("/"):
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    return node if isinstance(node, dict) else {}

@@ -1,0 +1,236 @@
+"""The reconciler: what a crash left half-done, found and finished. One pass at a time.
+
+Celery beat sends ``browserd.reconcile`` every ``BROWSERD_RECONCILE_INTERVAL`` seconds, and each
+worker runs a pass when it starts; a Redis lock lets one pass run at once. A pass:
+
+* sends again every ``running`` job whose heartbeat is older than ``BROWSERD_STALE_JOB_SECONDS``
+  (its worker died, or its message was acknowledged without a result being recorded). The
+  delivery's ``START`` script decides: a stale run is taken over as a new attempt (the attempt
+  number fences the old run out), and a job whose attempts are spent ends ``worker_lost``;
+* publishes every ``queued`` job older than ``BROWSERD_ORPHAN_JOB_SECONDS`` whose message is in
+  no queue and in no worker's hands (the submitter died between recording and publishing, or the
+  broker lost the message): so an idempotency key always ends up naming a job that runs. A
+  duplicate message is harmless: ``START`` lets one delivery run the job;
+* repairs batches whose submitter died mid-way (``total`` becomes the jobs actually recorded);
+* publishes outbox entries left behind (``outbox``), and trims index entries of expired records;
+* deletes the artifact folders of those expired records (``artifacts``): artifacts live as long
+  as their job's record, ``BROWSERD_RESULT_TTL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from dataclasses import dataclass
+
+from config import Settings
+from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.batches import COUNTERS, BatchStore
+from workers.jobs.keys import new_id
+from workers.jobs.metrics import queue_keys
+from workers.jobs.models import FINAL_STATES, Priority
+from workers.jobs.outbox import Outbox
+from workers.jobs.queue import QUEUES, send_job
+from workers.jobs.records import now
+from workers.jobs.store import JobStore
+
+log = logging.getLogger("browserd.reconcile")
+
+CHUNK = 500  # ids read per round trip
+TRIM_ROUNDS = 20  # chunks of expired index entries trimmed per pass (the rest waits for the next)
+OUTBOX_GRACE = 10.0  # seconds an outbox entry is left to the process that wrote it
+UNACKED = "unacked"  # kombu's Redis transport: messages delivered to a worker, not yet acknowledged
+JOB_ID_IN_MESSAGE = re.compile(r"'([0-9a-f]{32})'")  # the job id in a message's ``argsrepr``
+
+
+@dataclass
+class Report:
+    resent_running: int = 0
+    published_queued: int = 0
+    batches_repaired: int = 0
+    webhooks_published: int = 0
+    index_entries_trimmed: int = 0
+    artifact_folders_deleted: int = 0
+
+
+class Reconciler:
+    def __init__(self, store: JobStore, settings: Settings) -> None:
+        self.store = store
+        self.keys = store.keys
+        self.redis = store.redis
+        self.settings = settings
+        self.artifacts = ArtifactStore.from_settings(settings)
+        self._deleted = 0  # artifact folders deleted by this pass
+
+    async def run_once(self) -> Report | None:
+        """One pass; None when another pass holds the lock."""
+        token = new_id()
+        hold = max(60, int(self.settings.reconcile_interval * 4))
+        if not await self.redis.set(self.keys.reconciler_lock, token, nx=True, ex=hold):
+            return None
+        try:
+            t, self._deleted = now(), 0
+            report = Report(
+                resent_running=await self._resend_stale(t),
+                published_queued=await self._publish_orphans(t),
+                batches_repaired=await self._repair_batches(t),
+                webhooks_published=await Outbox(self.store).run_due(OUTBOX_GRACE, t),
+                index_entries_trimmed=await self._trim_expired(t),
+                artifact_folders_deleted=self._deleted,
+            )
+        finally:
+            if await self.redis.get(self.keys.reconciler_lock) == token:
+                await self.redis.delete(self.keys.reconciler_lock)
+        if any(vars(report).values()):
+            log.info("reconciled: %s", vars(report))
+        return report
+
+    # --- running jobs nobody runs --------------------------------------------------------------
+
+    async def _resend_stale(self, t: float) -> int:
+        ids = await self.redis.zrange(self.keys.state_index("running"), 0, -1)
+        fields = ("state", "heartbeat_at", "reconciled_at", "priority", "spec")
+        rows = await self._hmget(ids, fields)
+        limit = self.settings.stale_job_seconds
+        sent = 0
+        for job_id, (state, beat, resent, priority, spec) in zip(ids, rows):
+            if state != "running" or t - float(beat or 0) < limit:
+                continue
+            if resent and float(resent) > float(beat or 0) and t - float(resent) < limit:
+                continue  # sent again recently and nobody has picked it up yet
+            await self._send(job_id, priority, spec)
+            await self.redis.hset(self.keys.job(job_id), "reconciled_at", repr(t))
+            log.warning("job %s: no heartbeat for %.0fs; sent again", job_id, t - float(beat or 0))
+            sent += 1
+        return sent
+
+    # --- queued jobs with no message -------------------------------------------------------------
+
+    async def _publish_orphans(self, t: float) -> int:
+        candidates: list[tuple[str, str | None, str | None]] = []
+        index = self.keys.state_index("queued")
+        start = 0
+        while True:  # oldest first (seq follows creation); stop at the first young one
+            ids = await self.redis.zrange(index, start, start + CHUNK - 1)
+            rows = await self._hmget(ids, ("state", "created_at", "priority", "spec"))
+            young = False
+            for job_id, (state, created, priority, spec) in zip(ids, rows):
+                if state != "queued":
+                    continue
+                if t - float(created or t) < self.settings.orphan_job_seconds:
+                    young = True
+                    break
+                candidates.append((job_id, priority, spec))
+            if young or len(ids) < CHUNK:
+                break
+            start += CHUNK
+        if not candidates:
+            return 0
+        in_flight = await self._in_flight()
+        published = 0
+        for job_id, priority, spec in candidates:
+            if job_id not in in_flight:
+                await self._send(job_id, priority, spec)
+                log.warning("job %s: queued with no message in the broker; published", job_id)
+                published += 1
+        return published
+
+    async def _in_flight(self) -> set[str]:
+        """Job ids named by a message waiting in a queue or held, unacknowledged, by a worker."""
+        found: set[str] = set()
+        for queue in (key for name in QUEUES for key in queue_keys(name)):
+            start = 0
+            while True:
+                messages = await self.redis.lrange(queue, start, start + CHUNK - 1)
+                for message in messages:
+                    found.update(JOB_ID_IN_MESSAGE.findall(message))
+                if len(messages) < CHUNK:
+                    break
+                start += CHUNK
+        async for _, message in self.redis.hscan_iter(UNACKED, count=CHUNK):
+            found.update(JOB_ID_IN_MESSAGE.findall(message))
+        return found
+
+    # --- batches whose submitter died ------------------------------------------------------------
+
+    async def _repair_batches(self, t: float) -> int:
+        horizon = t - 2 * self.settings.result_ttl
+        ids = await self.redis.zrangebyscore(self.keys.batches, horizon, t - self.settings.orphan_job_seconds)
+        fields = ("id", "submitted", "finished_at", *COUNTERS)
+        rows = await self._hmget(ids, fields, key=self.keys.batch)
+        batches = BatchStore(self.store)
+        repaired = 0
+        for batch_id, (exists, submitted, finished, *counts) in zip(ids, rows):
+            if not exists or submitted or finished:
+                continue
+            recorded = sum(int(c or 0) for c in counts)  # every job recorded counts in one state
+            await self.redis.hset(self.keys.batch(batch_id), mapping={"total": recorded, "submitted": "repaired"})
+            await batches.complete_if_done(batch_id)
+            log.warning("batch %s: its submitter died; total set to the %d jobs recorded", batch_id, recorded)
+            repaired += 1
+        return repaired
+
+    # --- indexes of expired records --------------------------------------------------------------
+
+    async def _trim_expired(self, t: float) -> int:
+        trimmed = 0
+        for _ in range(TRIM_ROUNDS):
+            members = await self.redis.zrangebyscore(self.keys.expiring, "-inf", t, start=0, num=CHUNK)
+            if not members or not await self._artifacts_deleted(members):
+                break
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for member in members:
+                    self._drop(pipe, member)
+                pipe.zrem(self.keys.expiring, *members)
+                await pipe.execute()
+            trimmed += len(members)
+        return trimmed
+
+    def _drop(self, pipe: object, member: str) -> None:
+        kind, _, rest = member.partition(" ")
+        if kind == "batch":
+            pipe.zrem(self.keys.batches, rest)  # type: ignore[attr-defined]
+            return
+        job_id, _, rest = rest.partition(" ")
+        _state, _, labels = rest.partition(" ")
+        pipe.zrem(self.keys.all_jobs, job_id)  # type: ignore[attr-defined]
+        for state in FINAL_STATES:
+            pipe.zrem(self.keys.state_index(state.value), job_id)  # type: ignore[attr-defined]
+        try:
+            parsed = json.loads(labels or "{}")
+        except ValueError:
+            parsed = {}
+        for key, value in parsed.items():
+            pipe.zrem(self.keys.label_index(key, str(value)), job_id)  # type: ignore[attr-defined]
+
+    async def _artifacts_deleted(self, members: list[str]) -> bool:
+        """Delete the artifact folders of the expired jobs among ``members`` first; False (the
+        members stay, for the next pass) when the store fails."""
+        jobs = [m.split(" ")[1] for m in members if m.startswith("job ")]
+        if not jobs:
+            return True
+        try:
+            self._deleted += await asyncio.to_thread(self.artifacts.delete_jobs, jobs)
+        except Exception as exc:
+            log.error("artifacts of %d expired jobs not deleted (tried again next pass): %s: %s", len(jobs),
+                      type(exc).__name__, exc)
+            return False
+        return True
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    async def _hmget(self, ids: list[str], fields: tuple[str, ...], key: object = None) -> list[list[str | None]]:
+        name = key or self.keys.job
+        rows: list[list[str | None]] = []
+        for start in range(0, len(ids), CHUNK):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for item in ids[start:start + CHUNK]:
+                    pipe.hmget(name(item), fields)  # type: ignore[operator]
+                rows += await pipe.execute()
+        return rows
+
+    async def _send(self, job_id: str, priority: str | None, spec: str | None) -> None:
+        timeout = json.loads(spec or "{}").get("timeout") or self.settings.job_timeout
+        await asyncio.to_thread(send_job, job_id, Priority(priority or "normal"), float(timeout))

@@ -1,0 +1,340 @@
+"""The job store: job records, their event streams, indexes and worker heartbeats in Redis.
+
+Every state change goes through a Lua script (``lua``), so the API, any number of workers
+and a redelivered message can race freely: exactly one of them wins each transition.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+import workers.jobs.lua as lua
+from workers.jobs.keys import Keys, is_id, new_id
+from workers.jobs.models import FollowUpRequest, JobResult, JobSpec, JobStatus, RunRecord, StepRecord
+from workers.jobs.records import JobEvent, JobRecord, now
+
+LIST_LIMIT_MAX = 200
+SOCKET_TIMEOUT = 30.0  # seconds; above any blocking read we issue (XREAD BLOCK of at most 5 s)
+CONNECT_TIMEOUT = 5.0
+RETRIES = 10  # with backoff capped at 2 s: a command rides out about 15 s of Redis being away
+WORKER_FRESH_SECONDS = 10.0  # a worker heartbeats every second: one silent this long counts as gone
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a delivery may do with a job: ``run`` it (as attempt ``attempt``) or leave it."""
+
+    outcome: str  # run | missing | finished | busy | cancelled | lost
+    attempt: int
+
+
+@dataclass(frozen=True)
+class FollowUpClaim:
+    """What ``JobStore.follow_up`` did: ``accepted`` (as run ``run``; its events follow stream entry
+    ``event_id``), or why not: missing | not_finished | not_kept | closed | lost."""
+
+    outcome: str
+    run: int = 0
+    event_id: str = ""
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A follow-up task the worker holding the session popped (run number ``run``), or ``close``: a
+    cancel closed the session."""
+
+    run: int = 0
+    task: str = ""
+    close: bool = False
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """What the job's owner asked of a running job (the worker reads them every tick)."""
+
+    cancel: bool = False
+    pause: bool = False
+
+
+@dataclass(frozen=True)
+class JobListing:
+    """One page of a job listing, newest first; ``next_cursor`` continues below it."""
+
+    jobs: list[JobRecord]
+    next_cursor: int | None
+
+
+def connect(url: str) -> aioredis.Redis:
+    """An asyncio Redis client returning text, as the store expects.
+
+    Its socket timeout is well above the longest blocking read browserd issues (the event
+    stream's ``XREAD BLOCK``, ``SSE_BLOCK_MS``), so a quiet job never looks like a dead server; and
+    a command that meets a connection error or timeout is retried with backoff for about
+    ``RETRY_SECONDS``, so a Redis restart (AOF on) is a pause, not a lost result.
+    """
+    return aioredis.from_url(
+        url, decode_responses=True, health_check_interval=30,
+        socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=CONNECT_TIMEOUT,
+        retry=Retry(ExponentialBackoff(cap=2.0, base=0.1), RETRIES),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+    )
+
+
+class JobStore:
+    """Job records in one Redis (``client`` must decode responses to ``str``)."""
+
+    def __init__(self, client: aioredis.Redis, *, result_ttl: int, keys: Keys | None = None) -> None:
+        self.redis = client
+        self.keys = keys or Keys()
+        self.result_ttl = result_ttl
+        self._create = client.register_script(lua.CREATE)
+        self._start = client.register_script(lua.START)
+        self._progress = client.register_script(lua.PROGRESS)
+        self._finish = client.register_script(lua.FINISH)
+        self._event = client.register_script(lua.EVENT)
+        self._cancel = client.register_script(lua.CANCEL)
+        self._follow_up = client.register_script(lua.FOLLOW_UP)
+        self._end_session = client.register_script(lua.END_KEPT_SESSION)
+        self._session_beat = client.register_script(lua.KEPT_SESSION_BEAT)
+        self._pause = client.register_script(lua.PAUSE)
+        self._resume = client.register_script(lua.RESUME)
+
+    def _argv(self, job_id: str, *rest: Any) -> list[Any]:
+        return [self.keys.prefix, job_id, repr(now()), *rest]
+
+    # --- writes ----------------------------------------------------------------------------
+
+    async def create(self, spec: JobSpec, *, max_steps: int, extra: dict[str, str] | None = None) -> tuple[str, bool]:
+        """Record a queued job; with an idempotency key already in use, the existing job's id.
+
+        Returns (job id, created). ``extra`` adds hash fields (e.g. ``batch``).
+        """
+        job_id, created = await self._create(keys=[], args=self._create_args(spec, max_steps, extra))
+        return job_id, bool(int(created))
+
+    def create_args(self, spec: JobSpec, *, max_steps: int, extra: dict[str, str] | None = None) -> list[Any]:
+        """The ``ARGV`` of one ``lua.CREATE`` call (``batches`` runs many in one script)."""
+        return self._create_args(spec, max_steps, extra)
+
+    def _create_args(self, spec: JobSpec, max_steps: int, extra: dict[str, str] | None) -> list[Any]:
+        fields: dict[str, Any] = {
+            "spec": spec.model_dump_json(exclude_none=True),
+            "priority": spec.priority.value,
+            "labels": json.dumps(spec.labels),
+            "idempotency_key": spec.idempotency_key or "",
+            "max_steps": max_steps,
+            "webhook_url": str(spec.webhook_url) if spec.webhook_url else "",
+            **(extra or {}),
+        }
+        flat = [str(x) for pair in fields.items() for x in pair]
+        label_keys = [self.keys.label_index(k, v) for k, v in spec.labels.items()]
+        key = spec.idempotency_key or ""
+        return self._argv(new_id(), json.dumps(flat), key, self.result_ttl, *label_keys)
+
+    async def start(self, job_id: str, *, worker: str, max_attempts: int, stale_after: float) -> Claim:
+        outcome, attempt = await self._start(
+            keys=[], args=self._argv(job_id, worker, max_attempts, stale_after, self.result_ttl)
+        )
+        return Claim(outcome, int(attempt))
+
+    async def progress(self, job_id: str, attempt: int, *, step: StepRecord | None = None,
+                       first_command_at: float | None = None) -> bool:
+        """Heartbeat, and optionally a step event or the first-command time; False once the run lost the job."""
+        args = self._argv(
+            job_id,
+            attempt,
+            step.step if step else "",
+            step.model_dump_json() if step else "",
+            repr(first_command_at) if first_command_at else "",
+        )
+        return bool(await self._progress(keys=[], args=args))
+
+    async def event(self, job_id: str, attempt: int, kind: str, data_json: str) -> bool:
+        """Append an event the run reports (``agent``: Nanobrowser's execution events) to the job's
+        stream; False once the run no longer owns the job."""
+        return bool(await self._event(keys=[], args=self._argv(job_id, attempt, kind, data_json)))
+
+    async def heartbeat_many(self, runs: Iterable[tuple[str, int]]) -> None:
+        """One round trip refreshing every running job of a worker."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for job_id, attempt in runs:
+                await self._progress(keys=[], args=self._argv(job_id, attempt, "", "", ""), client=pipe)
+            await pipe.execute()
+
+    async def finish(self, job_id: str, attempt: int, result: JobResult, *, run: RunRecord | None = None,
+                     session_until: float | None = None, session_closed: str | None = None) -> bool:
+        """Record the run's result; for a job that keeps its session, also its ``run`` record and
+        whether the session stays open (``session_until``) or closes (``session_closed``: why)."""
+        args = self._argv(
+            job_id,
+            attempt,
+            result.status.value,
+            result.category.value if result.category else "",
+            result.error or "",
+            result.model_dump_json(),
+            self.result_ttl,
+        )
+        if run is not None:
+            session = repr(session_until) if session_until is not None else "closed"
+            args += [session, run.run, run.model_dump_json(), session_closed or ""]
+        return bool(await self._finish(keys=[], args=args))
+
+    # --- follow-ups and pause ------------------------------------------------------------------
+
+    async def follow_up(self, job_id: str, request: FollowUpRequest, *, fresh_within: float) -> FollowUpClaim:
+        """Accept a follow-up task for a finished job whose session is kept by a live worker."""
+        if not is_id(job_id):
+            return FollowUpClaim("missing")
+        outcome, run, event_id = await self._follow_up(
+            keys=[], args=self._argv(job_id, request.model_dump_json(), fresh_within))
+        return FollowUpClaim(outcome, int(run), event_id or "")
+
+    async def next_follow_up(self, job_id: str, wait: float) -> FollowUp | None:
+        """The next follow-up task, waiting up to ``wait`` seconds (BLPOP; at most ``SOCKET_TIMEOUT``)."""
+        reply = await self.redis.blpop([self.keys.follow_ups(job_id)], timeout=max(0.01, min(wait, SOCKET_TIMEOUT / 2)))
+        if reply is None:
+            return None
+        item = json.loads(reply[1])
+        if item.get("close"):
+            return FollowUp(close=True)
+        return FollowUp(run=int(item["run"]), task=str(item["task"]))
+
+    async def end_session(self, job_id: str, attempt: int, reason: str) -> bool:
+        """Close an idle kept session; False when a follow-up is waiting (run it) or the run lost the job."""
+        return bool(await self._end_session(keys=[], args=self._argv(job_id, attempt, reason)))
+
+    async def session_beats(self, sessions: Iterable[tuple[str, int]]) -> None:
+        """One round trip refreshing the heartbeat of every idle session a worker holds."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for job_id, attempt in sessions:
+                await self._session_beat(keys=[], args=self._argv(job_id, attempt), client=pipe)
+            await pipe.execute()
+
+    async def pause(self, job_id: str) -> tuple[str, str]:
+        """(outcome, state): missing | finished | not_running | already | paused."""
+        if not is_id(job_id):
+            return "missing", ""
+        outcome, state = await self._pause(keys=[], args=self._argv(job_id))
+        return outcome, state
+
+    async def resume(self, job_id: str) -> tuple[str, str]:
+        """(outcome, state): missing | finished | not_paused | resumed."""
+        if not is_id(job_id):
+            return "missing", ""
+        outcome, state = await self._resume(keys=[], args=self._argv(job_id))
+        return outcome, state
+
+    async def cancel(self, job_id: str) -> tuple[str, str]:
+        """(outcome, state): missing | finished | cancelled | requested | session_closed."""
+        if not is_id(job_id):
+            return "missing", ""
+        outcome, state = await self._cancel(keys=[], args=self._argv(job_id, self.result_ttl))
+        return outcome, state
+
+    async def cancel_in(self, pipe: Any, job_id: str) -> None:
+        """Queue a cancel on a pipeline; its ``execute()`` yields ``[outcome, state]`` as ``cancel``."""
+        await self._cancel(keys=[], args=self._argv(job_id, self.result_ttl), client=pipe)
+
+    # --- reads -----------------------------------------------------------------------------
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        if not is_id(job_id):
+            return None
+        raw = await self.redis.hgetall(self.keys.job(job_id))
+        return JobRecord.from_hash(raw) if raw.get("state") else None
+
+    async def run_flags(self, job_ids: list[str]) -> dict[str, RunFlags]:
+        """Cancel and pause flags of ``job_ids``, in one round trip."""
+        if not job_ids:
+            return {}
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hmget(self.keys.job(job_id), ["cancel_requested", "paused"])
+            rows = await pipe.execute()
+        return {job_id: RunFlags(cancel=row[0] == "1", pause=row[1] == "1") for job_id, row in zip(job_ids, rows)}
+
+    async def events(self, job_id: str, after: str = "0-0", *, block_ms: int | None = None,
+                     count: int = 500) -> list[JobEvent]:
+        """Entries after ``after``; with ``block_ms``, waits that long for the first new one."""
+        key = self.keys.events(job_id)
+        if block_ms is None:
+            entries = await self.redis.xrange(key, min=f"({after}" if after != "0-0" else "-", count=count)
+        else:
+            reply = await self.redis.xread({key: after}, count=count, block=block_ms)
+            entries = reply[0][1] if reply else []
+        return [JobEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+
+    async def list(self, *, state: str | None = None, labels: dict[str, str] | None = None,
+                   limit: int = 50, cursor: int | None = None) -> JobListing:
+        """Newest first; ``cursor`` (from the previous page) continues below that ``seq``."""
+        labels = labels or {}
+        limit = max(1, min(limit, LIST_LIMIT_MAX))
+        if labels:
+            first = next(iter(labels.items()))
+            index = self.keys.label_index(*first)
+        else:
+            index = self.keys.state_index(state) if state else self.keys.all_jobs
+        found: list[JobRecord] = []
+        top = f"({cursor}" if cursor is not None else "+inf"
+        while len(found) < limit:
+            batch = await self.redis.zrevrangebyscore(index, top, "-inf", start=0, num=limit * 2, withscores=True)
+            if not batch:
+                return JobListing(found, None)
+            records = await self._records([job_id for job_id, _ in batch], index)
+            for (job_id, score), record in zip(batch, records):
+                top = f"({int(score)}"
+                if record is None or (state and record.state != state):
+                    continue
+                if any(record.labels.get(k) != v for k, v in labels.items()):
+                    continue
+                found.append(record)
+                if len(found) == limit:
+                    return JobListing(found, int(score))
+        return JobListing(found, None)
+
+    async def counts(self) -> dict[str, int]:
+        """Jobs in the store by state (each state's index size)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for state in JobStatus:
+                pipe.zcard(self.keys.state_index(state.value))
+            sizes = await pipe.execute()
+        return {state.value: int(size) for state, size in zip(JobStatus, sizes)}
+
+    async def _records(self, job_ids: list[str], index: str) -> list[JobRecord | None]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hgetall(self.keys.job(job_id))
+            raws = await pipe.execute()
+        gone = [job_id for job_id, raw in zip(job_ids, raws) if not raw.get("state")]
+        if gone:  # the record expired; its index entries linger until someone notices
+            await self.redis.zrem(index, *gone)
+            await self.redis.zrem(self.keys.all_jobs, *gone)
+        return [JobRecord.from_hash(raw, with_result=False) if raw.get("state") else None for raw in raws]
+
+    # --- workers ---------------------------------------------------------------------------
+
+    async def worker_heartbeat(self, worker_id: str, info: dict[str, Any], ttl: float) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(self.keys.workers, {worker_id: now()})
+            pipe.hset(self.keys.worker(worker_id), mapping={k: str(v) for k, v in info.items()})
+            pipe.expire(self.keys.worker(worker_id), max(1, int(ttl)))
+            await pipe.execute()
+
+    async def worker_gone(self, worker_id: str) -> None:
+        await self.redis.zrem(self.keys.workers, worker_id)
+        await self.redis.delete(self.keys.worker(worker_id))
+
+    async def live_workers(self, within: float = WORKER_FRESH_SECONDS) -> list[str]:
+        """Workers that sent a heartbeat in the last ``within`` seconds."""
+        cutoff = now() - within
+        await self.redis.zremrangebyscore(self.keys.workers, "-inf", f"({cutoff - 3600}")
+        return await self.redis.zrangebyscore(self.keys.workers, cutoff, "+inf")

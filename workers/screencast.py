@@ -1,0 +1,93 @@
+"""The worker's side of the live view: Chromium's screencast of a job's tab, only while watched.
+
+``LiveView`` runs beside a job: every second it asks the store whether someone watches
+(``workers.jobs.live``); when so it starts ``Page.startScreencast`` on the job's current tab, acks
+every frame (Chrome sends no more until acked) and publishes at most ``MAX_FPS`` of them; when the
+job switches to another tab (or opens one, or closes the one shown) the screencast follows it
+within a second; when nobody watches any more, or the job ends, it stops. A failure here never
+touches the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cdp
+from workers.jobs import JobStore
+from workers.jobs.live import publish_frame, watched
+
+log = logging.getLogger("browserd.worker")
+
+POLL_SECONDS = 1.0
+MAX_FPS = 4.0
+SCREENCAST = {"format": "jpeg", "quality": 60, "maxWidth": 1024, "maxHeight": 768, "everyNthFrame": 1}
+
+
+class LiveView:
+    """``current`` says which tab the job is on now (``lambda: lease.page``): the one shown."""
+
+    def __init__(self, store: JobStore, job_id: str, current: Callable[[], cdp.Page]) -> None:
+        self.store, self.job_id, self.current = store, job_id, current
+        self.page: cdp.Page | None = None  # the tab being streamed
+        self._task: asyncio.Task[None] | None = None
+        self._off: Callable[[], None] | None = None
+        self._last = 0.0
+
+    async def __aenter__(self) -> LiveView:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"live-view-{self.job_id}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        if self._off is not None:  # the lease is being released: no stop command needed
+            self._off()
+            self._off = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                wanted = await watched(self.store, self.job_id)
+                if wanted and self._off is None:
+                    await self._start()
+                elif wanted and self.page is not self.current():  # the job moved to another tab
+                    await self._stop()
+                    await self._start()
+                elif not wanted and self._off is not None:
+                    await self._stop()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the browser or Redis went away: the job's own code will notice
+                log.debug("live view of job %s: %s", self.job_id, exc)
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _start(self) -> None:
+        page = self.page = self.current()
+        self._off = page.session.on("Page.screencastFrame", lambda params: self._frame(page, params))
+        await page.session.send("Page.startScreencast", SCREENCAST)
+        log.info("live view of job %s: streaming %s", self.job_id, page.target_id)
+
+    async def _stop(self) -> None:
+        if self._off is not None:
+            self._off()
+            self._off = None
+        page, self.page = self.page, None
+        if page is not None and page.session.failure is None:  # a closed tab has nothing to stop
+            with contextlib.suppress(cdp.CDPException):
+                await page.session.send("Page.stopScreencast")
+        log.info("live view of job %s: stopped", self.job_id)
+
+    async def _frame(self, page: cdp.Page, params: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await page.session.send("Page.screencastFrameAck", {"sessionId": params["sessionId"]})
+        now = time.monotonic()
+        if now - self._last >= 1 / MAX_FPS:
+            self._last = now
+            await publish_frame(self.store, self.job_id, params["data"])
