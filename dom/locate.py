@@ -4,11 +4,18 @@ Boxes from a capture go stale the moment the page scrolls or reflows, so clicks 
 ``DOM.getContentQuads`` answers in the coordinates of the element's own frame target: for the top
 document and same-process iframes that is already the top-level viewport; an out-of-process frame
 adds the content-box origin of each iframe above it.
+
+An element that is still moving (an accordion panel opening while the one above it closes, a
+sliding menu) is clicked where it comes to rest, as Playwright's "stable" check does: its box is
+read until two reads ``STABLE_GAP`` apart agree, for at most ``STABLE_WAIT``. The wait is on our
+side, not a page ``requestAnimationFrame``, which a hostile page can replace.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 
 from cdp import CDPError, CDPSession, Page
 from dom.model import Element
@@ -16,9 +23,14 @@ from dom.model import Element
 log = logging.getLogger("browserd.dom")
 
 Quad = list[float]
+Box = tuple[float, float, float, float]
+
+STABLE_GAP = 0.04  # seconds between two reads of a box: more than two animation frames
+STABLE_WAIT = 1.0  # seconds an element may keep moving before it is clicked where it is
+STABLE_TOLERANCE = 0.5  # CSS pixels two reads may differ by and still agree
 
 
-def _bbox(quad: Quad) -> tuple[float, float, float, float]:
+def _bbox(quad: Quad) -> Box:
     xs, ys = quad[0::2], quad[1::2]
     return min(xs), min(ys), max(xs), max(ys)
 
@@ -38,25 +50,50 @@ async def _content_origin(session: CDPSession, backend_node_id: int) -> tuple[fl
     return x1, y1
 
 
+async def _box(element: Element) -> Box | None:
+    """The element's largest visible quad, in top-level viewport CSS pixels; None if it has none."""
+    reply = await element.session.send("DOM.getContentQuads", {"backendNodeId": element.backend_node_id})
+    quads = [q for q in reply.get("quads", []) if _area(q) > 0]
+    if not quads:
+        return None
+    x1, y1, x2, y2 = _bbox(max(quads, key=_area))
+    for session, owner in element.frame_path:
+        ox, oy = await _content_origin(session, owner)
+        x1, y1, x2, y2 = x1 + ox, y1 + oy, x2 + ox, y2 + oy
+    return x1, y1, x2, y2
+
+
+def _agree(a: Box, b: Box) -> bool:
+    return all(abs(p - q) <= STABLE_TOLERANCE for p, q in zip(a, b))
+
+
+async def _resting_box(element: Element) -> Box | None:
+    """The box once two reads ``STABLE_GAP`` apart agree (or ``STABLE_WAIT`` has passed)."""
+    box = await _box(element)
+    deadline = time.monotonic() + STABLE_WAIT
+    while box is not None and time.monotonic() < deadline:
+        await asyncio.sleep(STABLE_GAP)
+        again = await _box(element)
+        if again is None or _agree(box, again):
+            return again
+        box = again
+    return box
+
+
 async def locate(page: Page, element: Element) -> tuple[float, float] | None:
-    """Scroll ``element`` into view; its centre in the top-level viewport, or None if it is gone."""
-    path = element.frame_path  # innermost iframe first
+    """Scroll ``element`` into view; its centre at rest in the top-level viewport, or None if gone."""
     try:
-        for session, owner in reversed(path):
+        for session, owner in reversed(element.frame_path):  # innermost iframe first in the path
             await _scroll_into_view(session, owner)
         await _scroll_into_view(element.session, element.backend_node_id)
-        reply = await element.session.send("DOM.getContentQuads", {"backendNodeId": element.backend_node_id})
-        quads = [q for q in reply.get("quads", []) if _area(q) > 0]
-        if not quads:
+        box = await _resting_box(element)
+        if box is None:
             return None
-        x1, y1, x2, y2 = _bbox(max(quads, key=_area))
-        for session, owner in path:
-            ox, oy = await _content_origin(session, owner)
-            x1, y1, x2, y2 = x1 + ox, y1 + oy, x2 + ox, y2 + oy
         metrics = await page.session.send("Page.getLayoutMetrics")
     except CDPError as exc:  # "No node with given id found", "Node is detached from document", ...
         log.debug("locate [%s] failed: %s", element.index, exc)
         return None
+    x1, y1, x2, y2 = box
     vv = metrics.get("cssVisualViewport") or metrics["visualViewport"]
     # the visible part of the box, so a partly scrolled-out element is clicked where it shows
     vx1, vy1 = max(x1, 0.0), max(y1, 0.0)

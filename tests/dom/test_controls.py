@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import dom
+from dom.locate import STABLE_WAIT
 from tests.dom.conftest import by_id, by_name, click
 
 OFFERED_IDS = {
@@ -104,3 +107,21 @@ async def test_locate_scrolls_far_elements_into_view(page, site):
     assert 0 <= y <= await page.evaluate("innerHeight")
     await click(page, far)
     assert (await page.evaluate("window.clicks"))[-1] == "far-below"
+
+
+async def test_a_moving_element_is_clicked_where_it_comes_to_rest(page, site):
+    # an accordion: the panel above closes while ours opens, so our link slides up 600 px
+    await page.goto(site.url("/dom/moving.html"))
+    await click(page, by_id(await dom.capture(page))["head-two"])
+    await asyncio.sleep(0.1)  # ours is open, the one above still closing
+    target = by_id(await dom.capture(page))["target"]
+    await click(page, target)
+    assert await page.evaluate("window.clicks") == ["target"]
+
+
+async def test_an_element_that_never_rests_is_clicked_after_a_bounded_wait(page, site):
+    await page.goto(site.url("/dom/moving.html"))
+    spinner = by_id(await dom.capture(page))["spinner"]
+    started = asyncio.get_running_loop().time()
+    assert await dom.locate(page, spinner) is not None
+    assert asyncio.get_running_loop().time() - started < STABLE_WAIT + 1.0
