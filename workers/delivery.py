@@ -115,15 +115,6 @@ def soft_limit(spec: JobSpec, settings: Settings) -> float:
     return spec.timeout or settings.job_timeout
 
 
-MIN_RUN_SECONDS = 1.0  # what is left of a job's limit after a politeness wait, at least
-
-
-def _within(spec: JobSpec, remaining: float) -> JobSpec:
-    """The spec with what is left of its time limit: a wait for a politeness slot counts against it,
-    so that waiting and running together stay within the limit (and the hard limit behind it)."""
-    return spec.model_copy(update={"timeout": max(remaining, MIN_RUN_SECONDS)})
-
-
 class FirstCommandProbe:
     """Notes when the job's tab sends its first CDP command, then gets out of the way.
 
@@ -276,10 +267,11 @@ class Deliveries:
         domain = job_domain(str(spec.start_url) if spec.start_url else None, spec.script)
         stack = AsyncExitStack()
         limit = soft_limit(spec, self.settings)
+        began = time.monotonic()
         try:
             try:
-                async with asyncio.timeout(limit + SOFT_LIMIT_SLACK):
-                    waited = await stack.enter_async_context(self.politeness.slot(
+                async with asyncio.timeout(limit):
+                    await stack.enter_async_context(self.politeness.slot(
                         run.job_id, run.attempt, domain, limits, min(self.settings.politeness_max_wait, limit),
                         lambda: run.cancelled))
                     lease = await stack.enter_async_context(self.pool.lease())
@@ -294,8 +286,9 @@ class Deliveries:
                 await stack.aclose()
                 return JobResult(status=JobStatus.cancelled, error=str(exc), started_at=started,
                                  finished_at=datetime.now(UTC)), None
-            if waited:  # the wait for a politeness slot counts against the job's time limit
-                spec = _within(spec, limit - waited)
+            # the waits for a politeness slot and a browser count against the job's limit, so that
+            # waiting and running together stay within it (and the hard limit behind it)
+            waited = time.monotonic() - began
             around = Around(self.politeness.gate(run.job_id, run.attempt, limits, lease.egress), profiles,
                             await self._artifacts(run))
             session = JobSession(spec, lease, settings=self.settings, is_cancelled=lambda: run.cancelled,
@@ -304,7 +297,7 @@ class Deliveries:
             stack.push_async_callback(session.close)
             probe = FirstCommandProbe(lease.page.session, lambda at: self._record_first_command(run, at))
             try:
-                result = await self._bounded(run, spec, session, None)
+                result = await self._bounded(run, session, None, waited)
             finally:
                 probe.restore()
         except BaseException:
@@ -315,15 +308,16 @@ class Deliveries:
             return result, None
         return result, Held(run, spec, session, stack, task=spec.task or "")
 
-    async def _bounded(self, run: Run, spec: JobSpec, session: JobSession, task: str | None) -> JobResult:
-        """One run of the session (its own task, or a follow-up ``task``) under the backstop limit."""
+    async def _bounded(self, run: Run, session: JobSession, task: str | None, waited: float = 0.0) -> JobResult:
+        """One run of the session (its own task, or a follow-up ``task``) under the backstop limit;
+        ``waited`` seconds spent before it count against the limit."""
         started = datetime.now(UTC)
-        limit = soft_limit(spec, self.settings)
+        limit = soft_limit(session.spec, self.settings)
         try:
             # the session applies the soft limit itself and reports its steps; this is the backstop
             # for the lease and anything around it.
-            async with asyncio.timeout(limit + SOFT_LIMIT_SLACK):
-                return await self._in_lease(run, session, task)
+            async with asyncio.timeout(limit - waited + SOFT_LIMIT_SLACK):
+                return await self._in_lease(run, session, task, waited)
         except TimeoutError:
             return failed(FailureCategory.timeout, f"the job exceeded its {limit:g}s limit", started)
         except (cdp.BrowserGone, cdp.TargetCrashed) as exc:
@@ -368,7 +362,7 @@ class Deliveries:
                             type(exc).__name__, exc)
         return folder
 
-    async def _in_lease(self, run: Run, session: JobSession, task: str | None) -> JobResult:
+    async def _in_lease(self, run: Run, session: JobSession, task: str | None, waited: float) -> JobResult:
         async def on_step(step: StepRecord) -> None:
             observe_step(step)
             await self.store.progress(run.job_id, run.attempt, step=step)
@@ -377,7 +371,7 @@ class Deliveries:
             await self.store.event(run.job_id, run.attempt, AGENT_EVENT, event.model_dump_json())
 
         async with LiveView(self.store, run.job_id, lambda: session.lease.page):  # streams only while watched
-            return await session.run(task, on_step=on_step, on_event=on_event)
+            return await session.run(task, waited=waited, on_step=on_step, on_event=on_event)
 
     # --- kept sessions (options.keep_session) ------------------------------------------------------
 
@@ -441,7 +435,7 @@ class Deliveries:
         log.info("job %s: follow-up run %s", run.job_id, follow.run)
         try:
             result = await self._offloaded(run.job_id, self._within_limits(
-                await self._bounded(run, held.spec, held.session, follow.task)))
+                await self._bounded(run, held.session, follow.task)))
             held.judge(result)
             if await self._record(run, result, held):
                 await self.finisher.finished(run.job_id, result)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,4 +71,32 @@ def test_a_run_that_ignores_its_time_limit_is_abandoned_at_the_hard_limit(redis:
         runtime._call(store.redis.aclose(), 5)
     finally:
         stubborn.release.set()
+        runtime.stop()
+
+
+def test_a_wait_for_a_browser_counts_against_the_jobs_limit(redis: RedisServer, monkeypatch) -> None:
+    """Waiting for a browser and running share the job's limit, so the soft limit (not the hard
+    one, 5 s behind) ends a job that waited long for its lease."""
+    runtime = WorkerRuntime(Settings(redis_url=redis.url, pool_warm=0, metrics_port=0))
+    runtime.start()
+    try:
+        acquire = runtime.pool.acquire
+
+        async def slow_acquire(timeout: float = 60.0) -> Any:  # a browser being relaunched under load
+            await asyncio.sleep(4.0)
+            return await acquire(timeout)
+
+        monkeypatch.setattr(runtime.pool, "acquire", slow_acquire)
+        store = JobStore(connect(redis.url), result_ttl=600)
+        spec = JobSpec(script=[{"wait": {"seconds": 20}}], timeout=6)
+        job_id, _ = runtime._call(store.create(spec, max_steps=5), 10)
+        started = time.monotonic()
+        delivered = runtime.run(job_id, hard=11.0)
+        took = time.monotonic() - started
+        job = runtime._call(store.get(job_id), 10)
+        assert delivered.outcome != "hard_limit", "the soft limit must end it, 5 s before the hard one"
+        assert job.state == "failed" and job.category == "timeout", job.error
+        assert took < 9.0, f"4 s waiting plus a full 6 s run ({took:.1f}s): the wait was not counted"
+        runtime._call(store.redis.aclose(), 5)
+    finally:
         runtime.stop()

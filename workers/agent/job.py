@@ -142,10 +142,12 @@ class JobSession:
         """Whether a follow-up can run: the context was prepared and the lease was not stopped."""
         return self.ctx is not None and self.lease.stopped is None
 
-    async def run(self, task: str | None = None, *, on_step: OnStep | None = None,
+    async def run(self, task: str | None = None, *, waited: float = 0.0, on_step: OnStep | None = None,
                   on_event: OnEvent | None = None) -> JobResult:
-        """The spec's task on the first call; a follow-up ``task`` on later ones. Never raises for the
-        run's own failures: they are a failed (or cancelled) result with a category."""
+        """The spec's task on the first call; a follow-up ``task`` on later ones. ``waited`` seconds
+        the worker spent on the job before this run (for a politeness slot, for a browser) count
+        against its time limit. Never raises for the run's own failures: they are a failed (or
+        cancelled) result with a category."""
         if self.runs and (task is None or not self.usable):
             raise RuntimeError("a follow-up needs a task and a session whose first run prepared its browser")
         self.runs += 1
@@ -158,7 +160,7 @@ class JobSession:
         limit = self.spec.timeout or self.settings.job_timeout
         lease = self.lease
         try:
-            async with asyncio.timeout(limit) as deadline:
+            async with asyncio.timeout(limit - waited) as deadline:
                 self.pause.deadline = deadline
                 try:
                     ctx = self.ctx or await self._prepare(events)
