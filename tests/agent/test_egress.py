@@ -147,6 +147,15 @@ async def test_a_job_opens_loopback_with_allowed_networks(pool, denied_site, clo
     assert "/agent/secret.html" in denied_site.paths
 
 
+async def test_the_operator_opens_every_private_network_with_one_setting(pool, denied_site, llm):
+    opened = load_settings(allowed_networks=[], allow_private_networks=True, llm_base_url=llm.base_url,
+                           openai_api_key="test-key")
+    spec = JobSpec(start_url=denied_site.url("agent/secret.html", host="127.0.0.1"), script=[{"done": {"text": "read"}}])
+    result, _ = await run(pool, spec, opened)
+    assert result.status == JobStatus.succeeded, result.error
+    assert "/agent/secret.html" in denied_site.paths
+
+
 @pytest.mark.parametrize("url, kind", [
     ("http://10.0.0.1/", "private (RFC 1918)"),
     ("http://192.168.1.1/admin", "private (RFC 1918)"),
