@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon.client import ApiUnreachable, Client, RequestRefused
+from workers.jobs.models import FINAL_STATES, JobStatus
 
 EXIT_FAILED = 1  # the job failed or was cancelled, or the API refused the request
 EXIT_USAGE = 2  # bad arguments or configuration
@@ -43,9 +44,9 @@ def api_command(handler: Callable[..., int]) -> Callable[..., int]:
 def exit_code(job: dict[str, Any]) -> int:
     """0 only for a job that succeeded; 1 when it failed or was cancelled; 4 while it is unfinished."""
     state = job.get("state")
-    if state == "succeeded":
+    if state == JobStatus.succeeded:
         return 0
-    return EXIT_FAILED if state in ("failed", "cancelled") else EXIT_UNFINISHED
+    return EXIT_FAILED if state in FINAL_STATES else EXIT_UNFINISHED
 
 
 def print_json(value: Any) -> None:

@@ -21,10 +21,10 @@ from pydantic import Field
 import daemon.mcp.sessions as sessions
 from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
+from workers.jobs.models import FINAL_STATES, JobStatus
 
 POLL_SECONDS = 0.5
 DEFAULT_WAIT = 900.0  # run_task gives up waiting (the job goes on) after this many seconds
-FINAL = ("succeeded", "failed", "cancelled")
 
 INSTRUCTIONS = """browserd runs LLM browser agents on a pool of headless Chromium browsers.
 Use run_task to have an agent do something on the web and get its answer (and, with output_schema,
@@ -39,7 +39,6 @@ Schema = Annotated[dict[str, Any] | None, Field(description="JSON schema the job
 MaxSteps = Annotated[int | None, Field(description="Agent steps before the job fails with max_steps.", ge=1)]
 Timeout = Annotated[float | None, Field(description="Wall-clock limit of the job, in seconds.", gt=0)]
 Labels = Annotated[dict[str, str] | None, Field(description="Key/value tags, for filtering with list_jobs.")]
-State = Literal["queued", "running", "retrying", "succeeded", "failed", "cancelled"]
 Domains = Annotated[list[str] | None, Field(description="Only these domains (and their subdomains) may be visited.")]
 
 
@@ -80,7 +79,7 @@ async def wait_for(api: Api, job_id: str, wait_seconds: float, ctx: Context | No
         if ctx is not None and step != reported:
             reported = step
             await ctx.report_progress(step, total or None, f"{job['state']}: step {step} of {total}")
-        if job["state"] in FINAL or time.monotonic() >= deadline:
+        if job["state"] in FINAL_STATES or time.monotonic() >= deadline:
             return job
         await asyncio.sleep(POLL_SECONDS)
 
@@ -100,7 +99,7 @@ def build_server(api: Api) -> MCPServer:
                         timeout=timeout, labels=labels, allowed_domains=allowed_domains)
         job = await api_call(api.submit(spec))
         done = await wait_for(api, job["id"], wait_seconds, ctx)
-        if done["state"] not in FINAL:
+        if done["state"] not in FINAL_STATES:
             return {**outcome(done), "note": f"still {done['state']} after {wait_seconds:g}s; follow it with get_job"}
         return outcome(done)
 
@@ -129,7 +128,7 @@ def build_server(api: Api) -> MCPServer:
         return outcome(await api_call(api.cancel(job_id)))
 
     @server.tool(annotations=ToolAnnotations(title="List jobs", readOnlyHint=True))
-    async def list_jobs(state: State | None = None,
+    async def list_jobs(state: JobStatus | None = None,
                         labels: Labels = None, limit: Annotated[int, Field(ge=1, le=200)] = 20,
                         cursor: Annotated[int | None, Field(description="next_cursor of the previous page")] = None,
                         ) -> dict[str, Any]:

@@ -88,7 +88,8 @@ import uuid
 from urllib.parse import quote
 
 DEFAULT_PREFIX = "browserd:"
-ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
+ID_SHAPE = "[0-9a-f]{32}"  # a job, batch or session id: 32 lowercase hex digits
+ID_PATTERN = re.compile(f"^{ID_SHAPE}$")
 
 
 def new_id() -> str:

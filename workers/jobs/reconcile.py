@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from config import Settings
 from workers.jobs.artifacts import ArtifactStore
 from workers.jobs.batches import COUNTERS, BatchStore
-from workers.jobs.keys import new_id
+from workers.jobs.keys import ID_SHAPE, new_id
 from workers.jobs.metrics import queue_keys
 from workers.jobs.models import FINAL_STATES, Priority
 from workers.jobs.outbox import Outbox
@@ -42,7 +42,7 @@ CHUNK = 500  # ids read per round trip
 TRIM_ROUNDS = 20  # chunks of expired index entries trimmed per pass (the rest waits for the next)
 OUTBOX_GRACE = 10.0  # seconds an outbox entry is left to the process that wrote it
 UNACKED = "unacked"  # kombu's Redis transport: messages delivered to a worker, not yet acknowledged
-JOB_ID_IN_MESSAGE = re.compile(r"'([0-9a-f]{32})'")  # the job id in a message's ``argsrepr``
+JOB_ID_IN_MESSAGE = re.compile(f"'({ID_SHAPE})'")  # the job id in a message's ``argsrepr``
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from daemon.cli.output import api_command, client, summary
+from workers.jobs.models import FINAL_STATES, JobStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,9 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 @api_command
 def run(args: argparse.Namespace) -> int:
     job = client().cancel(args.job_id).model_dump(mode="json")
-    if job["state"] == "cancelled":
+    if job["state"] == JobStatus.cancelled:
         note = ""
-    elif job["state"] in ("succeeded", "failed"):
+    elif job["state"] in FINAL_STATES:
         note = "  (it had finished; its kept session is closed)"
     else:
         note = "  (cancel requested; it stops before its next action)"
