@@ -264,7 +264,7 @@ class Deliveries:
                       recipe: RecipeRun, started: datetime) -> tuple[JobResult, Held | None]:
         """The job's slot on its domain and its lease, then its first run in a new session."""
         limits = limits_for(spec.politeness, self.settings, refuse=False)
-        domain = job_domain(str(spec.start_url) if spec.start_url else None, spec.script)
+        domain = job_domain(recipe.start_url(spec), spec.script)
         stack = AsyncExitStack()
         limit = soft_limit(spec, self.settings)
         began = time.monotonic()

@@ -44,6 +44,13 @@ class RecipeRun:
     record_as: str | None = None
     replace: bool = False  # record_as names a broken recipe: a successful run is its next version
 
+    def start_url(self, spec: JobSpec) -> str | None:
+        """Where the job starts: its own start URL, else the replayed recipe's (a recipe job names
+        none of its own), so that it takes its domain's politeness slot like any other job."""
+        if spec.start_url:
+            return str(spec.start_url)
+        return self.plan.recipe.start_url_for(self.plan.params) if self.plan else None
+
 
 class Recipes:
     def __init__(self, store: JobStore, settings: Settings) -> None:
