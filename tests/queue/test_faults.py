@@ -114,6 +114,20 @@ def test_jobs_recorded_but_never_published_are_published_by_the_reconciler(deplo
     assert record["total"] == 3 and record["counts"]["succeeded"] == 3, record
 
 
+def test_a_running_job_whose_message_is_gone_is_sent_again_when_its_heartbeat_stops(deploy: Stack,
+                                                                                   site: StaticServer) -> None:
+    # fault 1's outcome before the fix: the message was acknowledged while the job stayed running;
+    # here its worker dies too, so nothing in the broker would ever run it again
+    job_id = deploy.submit(script_job(site, waits=6, text="resent"))["id"]
+    job = wait_until(lambda: (j := deploy.job(job_id))["progress"]["step"] >= 1 and j, 60, "the job under way")
+    deploy.worker_of(job).kill9()
+    deploy.redis.delete("unacked", "unacked_index")  # kombu's record of the delivered message: gone
+    deploy.start_worker(3)
+    done = deploy.wait_state(job_id, FINAL, timeout=90)  # stale after 15 s, then the reconciler's next pass
+    assert done["state"] == "succeeded" and done["result"]["final_answer"] == "resent", done
+    assert done["attempts"] == 2, "the first attempt was declared lost, then the job ran once more"
+
+
 # --- fault 3: a worker dies after recording the result, before the finisher --------------------
 
 
