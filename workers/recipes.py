@@ -71,8 +71,11 @@ class Recipes:
         if spec.auto_recipe is not None:
             info = await self.store.get(spec.auto_recipe)
             params = params_from_task(info.recipe.task, spec.task or "") if info is not None else None
-            if info is not None and params is not None and not info.stats.broken and not info.recipe.uses_llm:
-                return RecipeRun(ReplayPlan(recipe=info.recipe, params=params))
+            if info is not None and params is not None and not info.stats.broken:
+                if not info.recipe.uses_llm or spec.llm_extraction:
+                    return RecipeRun(ReplayPlan(recipe=info.recipe, params=params))
+                log.info("recipe %s extracts with the model (extract_content): the agent runs; set "
+                         "llm_extraction to replay it", info.recipe.name)
             broken = info is not None and bool(info.stats.broken)
             return RecipeRun(None, record_as=spec.auto_recipe if info is None or broken else None, replace=broken)
         return RecipeRun(None)

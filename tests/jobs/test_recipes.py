@@ -37,10 +37,13 @@ def run_steps(text: str = "blue mug") -> list[StepRecord]:
     ]
 
 
-def test_parameters_are_inferred_from_the_quoted_values_the_run_typed():
+def test_parameters_are_inferred_from_the_values_the_run_typed_that_the_task_spells():
     assert infer_params(TASK, run_steps()) == {"q": "blue mug"}
-    assert infer_params("Search the shop for blue mug", run_steps()) == {}  # not quoted: not a parameter
+    assert infer_params("Search the shop for blue mug", run_steps()) == {"q": "blue mug"}  # whole words, once
     assert infer_params(TASK, run_steps("<secret>pw</secret>")) == {}
+    assert infer_params("Search the shop for the blue mug and the blue mug lid", run_steps()) == {}  # twice
+    assert infer_params("Search the shop for blue mugs", run_steps()) == {}  # part of a word
+    assert infer_params("Search the shop for a mug", run_steps("a")) == {}  # one letter: a coincidence
 
 
 def test_a_recipe_is_a_template_of_the_run():

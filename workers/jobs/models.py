@@ -209,7 +209,8 @@ class JobSpec(BaseModel):
         None, description="Replay this saved recipe (POST /v1/jobs/{id}/recipe) with no LLM; when a step no longer "
         "matches the page, the agent takes over from there and the recipe is updated.")
     params: dict[str, str] = Field(default_factory=dict, description="The recipe's parameters, by name.")
-    llm_extraction: bool = Field(False, description="Let a recipe's extract_content steps call the extractor model.")
+    llm_extraction: bool = Field(False, description="Let a recipe's extract_content steps call the extractor model "
+                                 "(a recipe job, or an automatic one: auto_recipe).")
     heal: bool = Field(True, description="When a recipe step no longer matches the page, let the agent finish the "
                        "job (and update the recipe); false: the job fails there, with no LLM call.")
     auto_recipe: RecipeName | None = Field(
@@ -269,8 +270,10 @@ class JobSpec(BaseModel):
                              "(a saved recipe's name)")
         if self.params and self.recipe is None:
             raise ValueError("'params' are a recipe's parameters: give them with 'recipe'")
-        if (self.llm_extraction or not self.heal) and self.recipe is None:
-            raise ValueError("'llm_extraction' and 'heal' apply to a recipe job: give them with 'recipe'")
+        if not self.heal and self.recipe is None:
+            raise ValueError("'heal' applies to a recipe job: give it with 'recipe'")
+        if self.llm_extraction and self.recipe is None and self.auto_recipe is None:
+            raise ValueError("'llm_extraction' applies to a recipe job: give it with 'recipe' or 'auto_recipe'")
         if self.recipe is not None and self.options.strategy != "planner_navigator":
             raise ValueError("options.strategy: a recipe job heals with the planner_navigator loop (the recipe's "
                              "remaining steps are its first plan); leave strategy out")

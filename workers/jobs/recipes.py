@@ -208,16 +208,29 @@ def typed_values(steps: list[StepRecord]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def infer_params(task: str, steps: list[StepRecord]) -> dict[str, str]:
-    """Quoted strings of the task that the run typed into a field, named for the field (its ``name``,
-    else ``param1``, ``param2``...)."""
+    """Values the run typed into a field that the task spells out, named for the field (its ``name``,
+    else ``param1``, ``param2``...): a quoted string of the task, or words it holds exactly once
+    (``Search for blue mug`` typed ``blue mug``), so that the next task with other words replays."""
     quoted = {next(g for g in m.groups() if g) for m in QUOTED.finditer(task)}
     params: dict[str, str] = {}
     for text, locator in typed_values(steps):
-        if text not in quoted or text in params.values() or "<secret>" in text:
+        if text in params.values() or "<secret>" in text:
+            continue
+        if text not in quoted and not _spelled_once(text, task):
             continue
         name = _param_name(locator, len(params) + 1)
         params[name if name not in params else f"param{len(params) + 1}"] = text
     return params
+
+
+MIN_UNQUOTED_PARAM = 2  # characters: a one-letter value in a task is too likely a coincidence
+
+
+def _spelled_once(text: str, task: str) -> bool:
+    """``text`` stands in ``task`` as whole words, exactly once (so a template of it is unambiguous)."""
+    if len(text.strip()) < MIN_UNQUOTED_PARAM or text != text.strip():
+        return False
+    return len(re.findall(rf"(?<!\w){re.escape(text)}(?!\w)", task)) == 1 and task.count(text) == 1
 
 
 def _param_name(locator: dict[str, Any], number: int) -> str:
