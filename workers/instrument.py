@@ -14,15 +14,16 @@ from workers.jobs.metrics import start_worker_metrics_server
 log = logging.getLogger("browserd.worker")
 
 
-def serve_metrics(settings: Settings) -> Any | None:
-    """Serve this process's metrics on BROWSERD_METRICS_PORT (0: any free port); None if it cannot bind.
+def serve_metrics(settings: Settings, node: str) -> Any | None:
+    """Serve this process's metrics on BROWSERD_METRICS_PORT (0: any free port), named by its Celery
+    ``node`` (``browserd_worker_info{worker}``); None if it cannot bind.
 
     A port already taken (two workers on one host with the same setting) costs the metrics of
     this worker, not the worker: it logs why and runs on. The bound port is in ``server.server_port``
     and in the worker's heartbeat record (``metrics_port``).
     """
     try:
-        return start_worker_metrics_server(settings.metrics_port)
+        return start_worker_metrics_server(settings.metrics_port, node=node)
     except OSError as exc:
         log.warning("worker metrics not served: port %s: %s (set BROWSERD_METRICS_PORT per worker, or 0)",
                     settings.metrics_port, exc)

@@ -28,6 +28,7 @@ from workers.instrument import serve_metrics
 from workers.jobs import JobStore, connect
 from workers.jobs.metrics import instrument_pool
 from workers.jobs.models import JobStatus
+from workers.jobs.queue import default_node_name
 from workers.jobs.reconcile import Reconciler
 from workers.jobs.sessions import SessionStore
 from workers.session_host import SessionHost
@@ -54,11 +55,19 @@ def check_provider(settings: Settings) -> None:
 
 
 class WorkerRuntime:
-    """``start()`` once per worker process, ``run(job_id)`` from any task thread, ``stop()`` at exit."""
+    """``start()`` once per worker process, ``run(job_id)`` from any task thread, ``stop()`` at exit.
 
-    def __init__(self, settings: Settings) -> None:
+    Two names: ``worker_id`` is unique to this runtime (a restarted process, or each child of a
+    prefork node, gets a new one), so job claims, session records and heartbeats fence on it;
+    ``node`` is the Celery node name it serves (``browserd worker --name``, as Flower and
+    celery-exporter show it), the name operators see in ``browserd_worker_up{worker}`` and
+    ``browserd_worker_info{worker}``.
+    """
+
+    def __init__(self, settings: Settings, node: str | None = None) -> None:
         self.settings = settings
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.node = node or default_node_name()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="browserd-loop", daemon=True)
         self.store: JobStore | None = None
@@ -75,14 +84,15 @@ class WorkerRuntime:
 
     def start(self) -> None:
         check_provider(self.settings)
-        self._metrics = serve_metrics(self.settings)
+        self._metrics = serve_metrics(self.settings, self.node)
         self._thread.start()
         try:
             self._call(self._astart(), START_TIMEOUT)
         except BaseException:
             self.stop()
             raise
-        log.info("worker %s ready: concurrency %s", self.worker_id, self.settings.worker_concurrency)
+        log.info("worker %s (node %s) ready: concurrency %s", self.worker_id, self.node,
+                 self.settings.worker_concurrency)
 
     def stop(self) -> None:
         if self._thread.is_alive():
@@ -192,6 +202,7 @@ class WorkerRuntime:
         await self.store.worker_heartbeat(
             self.worker_id,
             {
+                "node": self.node,
                 "host": socket.gethostname(),
                 "pid": os.getpid(),
                 "concurrency": self.settings.worker_concurrency,
@@ -204,7 +215,15 @@ class WorkerRuntime:
 
 
 _runtime: WorkerRuntime | None = None
+_node: str | None = None
 _lock = threading.Lock()
+
+
+def name_node(node: str) -> None:
+    """The Celery node this process serves, told by Celery's ``worker_init`` before the runtime starts
+    (and before a prefork pool forks: its children inherit the name)."""
+    global _node
+    _node = node
 
 
 def get_runtime(settings: Settings) -> WorkerRuntime:
@@ -212,7 +231,7 @@ def get_runtime(settings: Settings) -> WorkerRuntime:
     global _runtime
     with _lock:
         if _runtime is None:
-            runtime = WorkerRuntime(settings)
+            runtime = WorkerRuntime(settings, _node)
             runtime.start()
             _runtime = runtime
         return _runtime

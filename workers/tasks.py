@@ -22,7 +22,7 @@ from config import get_settings
 from config import setup_logging as configure_logging
 from workers.jobs.models import JobStatus, Priority
 from workers.jobs.queue import QUEUES, RUN_JOB, SESSIONS_QUEUE, app, hard_limit
-from workers.runtime import get_runtime, stale_after, stop_runtime
+from workers.runtime import get_runtime, name_node, stale_after, stop_runtime
 
 log = logging.getLogger("browserd.worker")
 
@@ -88,7 +88,10 @@ def _runs_jobs(sender: Any) -> bool:
 
 @worker_init.connect
 def _start_in_main_process(sender: Any = None, **_: Any) -> None:
-    """threads/solo pools run tasks in this process: start browsers now, before the first job."""
+    """threads/solo pools run tasks in this process: start browsers now, before the first job.
+    Either way the runtime goes by this worker's Celery node name (prefork children inherit it)."""
+    if getattr(sender, "hostname", None):
+        name_node(sender.hostname)
     if not _uses_prefork(sender) and _runs_jobs(sender):
         _start_or_exit()
 

@@ -57,7 +57,17 @@ def row(title: str) -> dict[str, Any]:
 
 
 FINISHED = f'sum(rate(browserd_jobs_total{{state=~"succeeded|failed"}}[{RATE}]))'
-WORKER = 'job="browserd-worker", instance=~"$worker"'  # the worker variable: one scrape address, or all
+WORKER_JOB = 'job="browserd-worker"'  # the scrape job prometheus.yml gives workers
+NODE = 'browserd_worker_info{worker=~"$worker"}'  # the workers the variable picks, by Celery node name
+
+
+def by_worker(series: str) -> str:
+    """``series`` (a worker's own, known by scrape address) labelled with its worker's Celery node name
+    and kept only for the workers the variable picks: each worker's scrape serves
+    ``browserd_worker_info{worker}``, joined here on the target (``job``, ``instance``)."""
+    return f"{series} * on (job, instance) group_left (worker) {NODE}"
+
+
 API = f"browserd_api_requests_total[{RATE}]"
 TOKENS = 'sum({fn}(browserd_llm_tokens_total{{direction="{d}"}}[{r}]))'
 
@@ -75,7 +85,7 @@ PANELS = [
          'sum(rate(browserd_jobs_total{state=~"succeeded|failed"}[$__range]))', "percentunit"),
     stat("Jobs running", 'sum(browserd_jobs_in_state{state="running"})'),
     stat("Workers up", "max(browserd_workers_up)",
-         description="Workers with a fresh heartbeat in Redis; 'Live workers' below names them."),
+         description="Workers (Celery nodes) with a fresh heartbeat in Redis; 'Live workers' below names them."),
     graph("Throughput by final state (jobs/min)", [q(f"sum by (state) (rate(browserd_jobs_total[{RATE}])) * 60",
                                                      "{{state}}")], stack=True),
     graph("Success rate and failures by category (share of finished jobs)", [
@@ -94,8 +104,9 @@ PANELS = [
         q(f"sum(rate(browserd_batches_completed_total[{RATE}])) * 3600", "batches completed"),
         q(f"sum by (outcome) (rate(browserd_schedule_runs_total[{RATE}])) * 3600", "schedule runs: {{outcome}}"),
     ]),
-    graph("Live workers", [q("max by (worker) (browserd_worker_up)", "{{worker}}")],
-          description="One line per worker with a fresh heartbeat (Celery's node name)."),
+    graph("Live workers", [q('max by (worker) (browserd_worker_up{worker=~"$worker"})', "{{worker}}")],
+          description="One line per worker with a fresh heartbeat, by Celery node name (as Flower and "
+          "celery-exporter's hostname label name it)."),
     row("Agent steps"),
     graph("Step time breakdown (seconds per step)", [
         q(f"sum by (phase) (rate(browserd_step_duration_seconds_sum[{RATE}])) / "
@@ -118,21 +129,23 @@ PANELS = [
     graph("LLM latency by model", quantiles("browserd_llm_latency_seconds", "model"), "s"),
     row("Browser pool"),
     graph("Pool health: browsers by state, leases in use", [
-        q(f"sum by (state) (browserd_pool_browsers{{{WORKER}}})", "browsers {{state}}"),
-        q(f"sum(browserd_pool_leases_in_use{{{WORKER}}})", "leases in use"),
+        q(f"sum by (state) ({by_worker('browserd_pool_browsers')})", "browsers {{state}}"),
+        q(f"sum({by_worker('browserd_pool_leases_in_use')})", "leases in use"),
     ]),
     graph("Lease wait", quantiles("browserd_pool_lease_wait_seconds"), "s"),
     graph("Browser crashes and recycles", [
-        q(f"sum(increase(browserd_browser_crashes_total{{{WORKER}}}[{RATE}]))", "crashes"),
-        q(f"sum by (reason) (increase(browserd_browser_recycles_total{{{WORKER}}}[{RATE}]))", "recycled: {{reason}}"),
+        q(f"sum({by_worker(f'increase(browserd_browser_crashes_total[{RATE}])')})", "crashes"),
+        q(f"sum by (reason) ({by_worker(f'increase(browserd_browser_recycles_total[{RATE}])')})",
+          "recycled: {{reason}}"),
     ]),
-    graph("Chrome memory per worker (PSS)", [q(f"sum by (instance) (browserd_pool_memory_bytes{{{WORKER}}})",
-                                               "{{instance}}")], "bytes",
+    graph("Chrome memory per worker (PSS)", [q(f"sum by (worker) ({by_worker('browserd_pool_memory_bytes')})",
+                                               "{{worker}}")], "bytes",
           description="All browser processes of a worker's pool; a browser is recycled past BROWSERD_POOL_MAX_MEMORY_MB."),
     row("Workers"),
-    graph("Worker CPU (cores)", [q(f"rate(process_cpu_seconds_total{{{WORKER}}}[{RATE}])", "{{instance}}")],
+    graph("Worker CPU (cores)", [q(by_worker(f"rate(process_cpu_seconds_total[{RATE}])"), "{{worker}}")],
           description="The worker process itself (Python); Chrome's CPU is not included."),
-    graph("Worker memory (RSS)", [q(f"process_resident_memory_bytes{{{WORKER}}}", "{{instance}}")], "bytes"),
+    graph("Worker memory (RSS)", [q(by_worker("process_resident_memory_bytes"), "{{worker}}")], "bytes",
+          description="The worker process itself (Python); Chrome's memory is in 'Chrome memory per worker'."),
     row("Webhooks"),
     graph("Webhook backlog (deliveries waiting)", [q('sum(browserd_queue_depth{queue="webhooks"})', "waiting")]),
     graph("Webhook attempts by outcome", [
@@ -178,11 +191,12 @@ def textbox(name: str, label: str, default: str) -> dict[str, Any]:
 
 WORKER_VARIABLE = {
     "type": "query", "name": "worker", "label": "Worker", "datasource": DS, "hide": 0, "refresh": 2,
-    "query": {"query": 'label_values(process_cpu_seconds_total{job="browserd-worker"}, instance)', "refId": "worker"},
-    "definition": 'label_values(process_cpu_seconds_total{job="browserd-worker"}, instance)',
+    "query": {"query": f"label_values(browserd_worker_info{{{WORKER_JOB}}}, worker)", "refId": "worker"},
+    "definition": f"label_values(browserd_worker_info{{{WORKER_JOB}}}, worker)",
     "multi": True, "includeAll": True, "allValue": ".*", "sort": 1,
     "current": {"text": ["All"], "value": ["$__all"]}, "options": [],
-    "description": "A worker's scrape address: filters the pool and worker panels.",
+    "description": "A worker's Celery node name (as in 'Live workers', Flower and celery-exporter): filters "
+                   "the live workers, pool and worker panels.",
 }
 
 # Firing browserd alerts (Prometheus's own ALERTS series) as marks on every panel.

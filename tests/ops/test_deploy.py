@@ -205,9 +205,18 @@ def test_dashboard_filters_by_worker_and_marks_alerts(dashboard: dict[str, Any])
     (worker,) = [v for v in dashboard["templating"]["list"] if v["name"] == "worker"]
     assert worker["type"] == "query" and worker["includeAll"] and worker["multi"]
     assert 'job="browserd-worker"' in worker["definition"]  # the scrape job prometheus.yml gives workers
+    # the variable holds Celery node names, as browserd_worker_up{worker} does: workers' own series
+    # (known by scrape address) are named through browserd_worker_info, never filtered by instance
+    assert worker["definition"].startswith("label_values(browserd_worker_info{") and worker["definition"].endswith(
+        ", worker)")
     by_title = {p["title"]: p for p in dashboard["panels"]}
-    for title in ("Worker CPU (cores)", "Worker memory (RSS)", "Chrome memory per worker (PSS)"):
-        assert all('instance=~"$worker"' in t["expr"] for t in by_title[title]["targets"]), title
+    assert all('worker=~"$worker"' in t["expr"] for t in by_title["Live workers"]["targets"])
+    for title in ("Worker CPU (cores)", "Worker memory (RSS)", "Chrome memory per worker (PSS)",
+                  "Pool health: browsers by state, leases in use", "Browser crashes and recycles"):
+        assert all('group_left (worker) browserd_worker_info{worker=~"$worker"}' in t["expr"]
+                   for t in by_title[title]["targets"]), title
+    assert not any("$worker" in t["expr"] and "instance" in t["expr"].replace("on (job, instance)", "")
+                   for p in dashboard["panels"] for t in p.get("targets", []))
     (alerts,) = dashboard["annotations"]["list"]
     assert alerts["enable"] and "ALERTS{" in alerts["expr"] and 'alertstate="firing"' in alerts["expr"]
 

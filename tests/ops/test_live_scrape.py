@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import urllib.parse
@@ -66,7 +67,7 @@ class Scrapes:
     api: Scrape
     worker: Scrape
     worker_url: str
-    worker_name: str
+    worker_name: str  # the Celery node name the worker's heartbeat records
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,8 @@ def scrapes(stack: Stack, site: StaticServer) -> Scrapes:
     wait_completed(stack, record["id"], timeout=120)
     assert stack.call("GET", "/v1/jobs/" + "0" * 32)[0] == 404
     worker_url = worker_metrics_url(stack)
-    (worker_name,) = stack.redis.zrange("browserd:workers", 0, -1)
+    (worker_id,) = stack.redis.zrange("browserd:workers", 0, -1)
+    worker_name = stack.redis.hget(f"browserd:worker:{worker_id}", "node")
     # the batch's completion is counted by whoever finished its last job, just after the state changed
     wait_until(lambda: value(fetch(worker_url).samples, "browserd_batches_completed_total") == 1, 30,
                "the worker to count the completed batch")
@@ -97,7 +99,10 @@ def test_promtool_check_metrics_is_clean(scrapes: Scrapes, target: str) -> None:
 
 def test_the_new_series_tell_what_happened(scrapes: Scrapes) -> None:
     api, worker = scrapes.api.samples, scrapes.worker.samples
+    assert scrapes.worker_name == f"celery@test1-{socket.gethostname()}"  # Celery's name for --name=test1-%h
     assert value(api, "browserd_worker_up", worker=scrapes.worker_name) == 1
+    assert value(worker, "browserd_worker_info", worker=scrapes.worker_name) == 1
+    assert "browserd_worker_info" not in names(api)  # the API serves the same registry but is no worker
     assert value(api, "browserd_workers_up") == 1
     assert value(api, "browserd_queue_depth", queue="webhooks") == 0
     assert value(api, "browserd_batches_submitted_total") == 1
@@ -200,10 +205,13 @@ def test_prometheus_scrapes_the_stack_and_loads_the_rules(stack: Stack, scrapes:
         targets = wait_until(scraped, 60, "prometheus to scrape both targets")
         health = sorted((t["labels"]["job"], t["health"], t["lastError"]) for t in targets)
         assert health == [("browserd-api", "up", ""), ("browserd-worker", "up", "")]
-        query = urllib.parse.urlencode({"query": "browserd_worker_up"})
-        with urllib.request.urlopen(f"{api}/query?{query}", timeout=10) as reply:
-            result = json.loads(reply.read())["data"]["result"]
-        assert [r["metric"]["worker"] for r in result] == [scrapes.worker_name]
+        # the API's live worker and the worker's own series, joined as the dashboard does, have one name
+        for expr in ("browserd_worker_up",
+                     "process_resident_memory_bytes * on (job, instance) group_left (worker) browserd_worker_info"):
+            query = urllib.parse.urlencode({"query": expr})
+            with urllib.request.urlopen(f"{api}/query?{query}", timeout=10) as reply:
+                result = json.loads(reply.read())["data"]["result"]
+            assert [r["metric"]["worker"] for r in result] == [scrapes.worker_name], expr
         with urllib.request.urlopen(api + "/rules", timeout=10) as reply:
             groups = json.loads(reply.read())["data"]["groups"]
         loaded = {r["name"]: r["health"] for g in groups for r in g["rules"]}

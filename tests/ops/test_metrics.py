@@ -44,7 +44,9 @@ REQUIRED = {
     "browserd_dom_elements_count", "browserd_workers_up",
     # issue 16
     "browserd_build_info", "browserd_pool_memory_bytes",  # browserd_worker_up: only with a live worker
+    "browserd_worker_info",
 }
+NODE = "celery@ops-test"  # the Celery node name the worker's metrics server is told
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def redis() -> Iterator[RedisServer]:
 @pytest.fixture
 def worker_server() -> Iterator[str]:
     port = free_port()
-    server = metrics.start_worker_metrics_server(port, "127.0.0.1")
+    server = metrics.start_worker_metrics_server(port, "127.0.0.1", node=NODE)
     yield f"http://127.0.0.1:{port}/metrics"
     server.shutdown()
     server.server_close()
@@ -71,7 +73,8 @@ def publish(url: str, queue: str, priorities: list[int]) -> None:
 
 
 async def seed_store(url: str, keys: Keys) -> None:
-    """Four jobs: one succeeded, one running, two queued; two live workers and one long gone."""
+    """Four jobs: one succeeded, one running, two queued. Live: a worker, two runtimes of one prefork
+    node, one record of an older version (no node name); one worker long gone."""
     store = JobStore(connect(url), result_ttl=600, keys=keys)
     spec = JobSpec(script=[{"done": {"text": "ok"}}])
     ids = [(await store.create(spec, max_steps=5))[0] for _ in range(4)]
@@ -79,8 +82,9 @@ async def seed_store(url: str, keys: Keys) -> None:
         claim = await store.start(job_id, worker="w1", max_attempts=3, stale_after=30)
         assert claim.outcome == "run"
     assert await store.finish(ids[0], 1, JobResult(status=JobStatus.succeeded))
-    for worker in ("w1", "w2"):
-        await store.worker_heartbeat(worker, {"host": "h"}, ttl=10)
+    for worker, node in (("w1", "browserd-1@h"), ("w2", "browserd-2@h"), ("w3", "browserd-2@h")):
+        await store.worker_heartbeat(worker, {"node": node, "host": "h"}, ttl=10)
+    await store.worker_heartbeat("w-old", {"host": "h"}, ttl=10)
     await store.redis.zadd(keys.workers, {"w-dead": time.time() - 3600})
     await store.redis.aclose()
 
@@ -106,10 +110,10 @@ async def test_daemon_metrics_read_jobs_queues_and_workers_from_redis(redis: Red
     assert {q: value(samples, "browserd_queue_depth", queue=q) for q in ("high", "normal", "low", "webhooks")} == {
         "high": 2, "normal": 3, "low": 0, "webhooks": 1
     }
-    assert value(samples, "browserd_workers_up") == 2
-    # one series per live worker; the one whose heartbeat is an hour old has none
+    assert value(samples, "browserd_workers_up") == 3
+    # one series per live Celery node; the worker whose heartbeat is an hour old has none
     assert {dict(labels)["worker"]: v for (n, labels), v in samples.items() if n == "browserd_worker_up"} == {
-        "w1": 1, "w2": 1
+        "browserd-1@h": 1, "browserd-2@h": 1, "w-old": 1
     }
 
 
@@ -146,6 +150,13 @@ def test_build_info_names_the_installed_version(worker_server: str) -> None:
 
     version = importlib.metadata.version("browserd")
     assert value(scrape(worker_server), "browserd_build_info", version=version) == 1
+
+
+def test_a_worker_names_its_celery_node(worker_server: str) -> None:
+    """The join key from a worker's scrape address (``instance``) to ``browserd_worker_up{worker}``."""
+    assert [dict(labels) for (name, labels) in scrape(worker_server) if name == "browserd_worker_info"] == [
+        {"worker": NODE}
+    ]
 
 
 def test_batch_schedule_and_webhook_events_are_counted(worker_server: str) -> None:
@@ -316,7 +327,7 @@ PREFORK = textwrap.dedent(
         for _ in range(n):
             metrics.observe_job_finished(JobStatus.succeeded, duration=1.0)
 
-    server = metrics.start_worker_metrics_server(int(sys.argv[1]), "127.0.0.1")
+    server = metrics.start_worker_metrics_server(int(sys.argv[1]), "127.0.0.1", node="browserd-1@h")
     ctx = multiprocessing.get_context("fork")
     for n in (2, 3):  # two pool children, as Celery's prefork forks them; both exit before the scrape
         p = ctx.Process(target=child, args=(n,))
@@ -340,12 +351,13 @@ def test_prefork_children_are_merged_when_multiprocess_dir_is_set(tmp_path: Path
         proc.communicate("", timeout=30)
     assert value(samples, "browserd_jobs_total", state="succeeded", category="none") == 5
     assert value(samples, "browserd_job_duration_seconds_count") == 5
+    assert value(samples, "browserd_worker_info", worker="browserd-1@h") == 1
 
 
 def test_readme_documents_every_metric() -> None:
     readme = (REPO / "README.md").read_text()
     families = [f for m in metrics.EVENT_METRICS for f in m.describe()]
-    families += [*metrics.POOLS.describe(), *metrics.RedisCollector._families(None)]
+    families += [*metrics.POOLS.describe(), *metrics.WORKER_INFO.describe(), *metrics.RedisCollector._families(None)]
     exposed = {f.name + {"counter": "_total", "info": "_info"}.get(f.type, "") for f in families}
     missing = {name for name in exposed if f"`{name}`" not in readme and f"`{name}{{" not in readme}
     assert not missing, sorted(missing)

@@ -9,6 +9,7 @@ never inherited), and every child's Chrome must go when the worker stops.
 
 from __future__ import annotations
 
+import socket
 import sys
 
 from tests.queue.stack import Proc, running, script, stack, tree_of, wait_until
@@ -35,6 +36,8 @@ def test_a_prefork_worker_runs_jobs_with_a_runtime_per_child(site: StaticServer)
         assert [j["state"] for j in jobs] == ["succeeded"] * 4, [j.get("error") for j in jobs]
         runtimes = {w.split(":")[1] for w in s.redis.zrange("browserd:workers", 0, -1)}
         assert len(runtimes) == 2 and str(worker.pid) not in runtimes, "one runtime per child, none in the parent"
+        nodes = {s.redis.hget(f"browserd:worker:{w}", "node") for w in s.redis.zrange("browserd:workers", 0, -1)}
+        assert nodes == {f"prefork@{socket.gethostname()}"}, "the children go by their Celery node's name"
         tree = tree_of(worker)
         assert len(tree) > 3  # the parent, two children and their browsers
         worker.stop()

@@ -48,7 +48,7 @@ from prometheus_client import (
     start_http_server,
 )
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from workers.jobs.keys import Keys
@@ -403,8 +403,36 @@ def instrument_pool(pool: BrowserPool) -> Callable[[], None]:
 # --- workers -------------------------------------------------------------------------------
 
 
-def start_worker_metrics_server(port: int, addr: str = "0.0.0.0") -> Any:
+class WorkerInfo(Collector):
+    """``browserd_worker_info{worker="<Celery node name>"} 1`` on a worker's own ``/metrics``.
+
+    A worker's series carry only its scrape address (``instance``), while ``browserd_worker_up``,
+    Flower and celery-exporter name workers by Celery node: joining on this series
+    (``* on (job, instance) group_left (worker) browserd_worker_info``) names a worker's series by
+    node. Nothing is exported until the worker's metrics server is started with its node name, so
+    the API, which serves the same default registry, never claims to be a worker.
+    """
+
+    FAMILY = ("browserd_worker", "The Celery node name of the worker serving these metrics.")
+
+    def __init__(self) -> None:
+        self.node: str | None = None
+
+    def describe(self) -> Iterator[Metric]:
+        yield InfoMetricFamily(*self.FAMILY)
+
+    def collect(self) -> Iterator[Metric]:
+        if self.node is not None:
+            yield InfoMetricFamily(*self.FAMILY, value={"worker": self.node})
+
+
+WORKER_INFO = WorkerInfo()
+REGISTRY.register(WORKER_INFO)
+
+
+def start_worker_metrics_server(port: int, addr: str = "0.0.0.0", *, node: str | None = None) -> Any:
     """Serve this worker's metrics over HTTP in a daemon thread; returns the server (``.shutdown()``).
+    ``node`` (the worker's Celery node name) labels ``browserd_worker_info``.
 
     browserd's worker runs Celery's ``threads`` pool: every job of a worker runs in this one
     process (on one event loop), so the in-memory default registry sees every event and a plain
@@ -417,12 +445,15 @@ def start_worker_metrics_server(port: int, addr: str = "0.0.0.0") -> Any:
     children, dead ones included. Scrape-time gauges (``browserd_pool_*``) live in the children's
     pools and are not exported in that mode.
     """
+    if node is not None:
+        WORKER_INFO.node = node
     registry: Any = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
+        registry.register(WORKER_INFO)
     server, _thread = start_http_server(port, addr, registry=registry)
     return server
 
@@ -439,19 +470,22 @@ def queue_keys(queue: str) -> list[str]:
 class _RedisReading:
     jobs: dict[str, float]  # state -> jobs in it
     depths: dict[str, float]  # queue -> messages waiting
-    workers: list[str]  # ids of the workers whose heartbeat is fresh
+    workers: list[str]  # Celery node names of the workers whose heartbeat is fresh
     sessions: int  # interactive sessions whose record is live
 
 
 class RedisCollector(Collector):
-    """Jobs by state, queue depth and live workers, read in one Redis round trip per scrape.
+    """Jobs by state, queue depth and live workers, read in one Redis round trip per scrape (two with
+    live workers: their records name their Celery nodes).
 
     ``client`` is a synchronous ``redis.Redis`` with ``decode_responses=True`` (scrapes run in a
     thread). If Redis does not answer, only ``browserd_redis_up 0`` is exported.
 
-    ``browserd_worker_up{worker}`` has one series per live worker only (a worker that stops
-    heartbeating drops out, so the label set stays as small as the fleet); ``browserd_workers_up``
-    counts them, and reads 0 (not absent) when none is alive.
+    ``browserd_worker_up{worker}`` has one series per live worker only, labelled with its Celery
+    node name (the ``hostname`` of celery-exporter and Flower; a runtime's record without one, from
+    an older version, by its runtime id); a worker that stops heartbeating drops out, so the label
+    set stays as small as the fleet. ``browserd_workers_up`` counts those nodes, and reads 0 (not
+    absent) when none is alive.
     """
 
     def __init__(self, client: redis.Redis, keys: Keys | None = None, queues: Iterable[str] = DEPTH_QUEUES,
@@ -485,7 +519,18 @@ class RedisCollector(Collector):
             replies = iter(pipe.execute())
         jobs = {state: next(replies) for state in states}
         depths = {queue: sum(next(replies) for _ in queue_keys(queue)) for queue in self.queues}
-        return _RedisReading(jobs, depths, sorted(next(replies)), next(replies))
+        live, sessions = next(replies), next(replies)
+        return _RedisReading(jobs, depths, self._nodes(live), sessions)
+
+    def _nodes(self, worker_ids: list[str]) -> list[str]:
+        """The Celery node names of these runtimes (a prefork node's children share one)."""
+        if not worker_ids:
+            return []
+        with self.client.pipeline(transaction=False) as pipe:
+            for worker_id in worker_ids:
+                pipe.hget(self.keys.worker(worker_id), "node")
+            nodes = pipe.execute()
+        return sorted({node or worker_id for worker_id, node in zip(worker_ids, nodes)})
 
     @staticmethod
     def _families(reading: _RedisReading | None) -> Iterator[Metric]:
@@ -494,11 +539,12 @@ class RedisCollector(Collector):
                      "record expires and a listing prunes the index).", "state", reading.jobs if reading else None)
         yield _gauge("browserd_queue_depth", "Messages waiting in each Celery queue (all priority steps; "
                      "webhooks: deliveries waiting).", "queue", reading.depths if reading else None)
-        up = GaugeMetricFamily("browserd_workers_up", "Workers whose heartbeat is fresh.")
+        up = GaugeMetricFamily("browserd_workers_up", "Workers (Celery nodes) whose heartbeat is fresh.")
         if reading is not None:
             up.add_metric([], len(reading.workers))
         yield up
-        yield _gauge("browserd_worker_up", "1 for each worker whose heartbeat is fresh (live workers only).",
+        yield _gauge("browserd_worker_up", "1 for each worker whose heartbeat is fresh, by Celery node name "
+                     "(live workers only).",
                      "worker", dict.fromkeys(reading.workers, 1.0) if reading else None)
         sessions = GaugeMetricFamily("browserd_sessions_open", "Interactive sessions open (or opening) across all "
                                      "workers; BROWSERD_SESSION_MAX_OPEN caps them.")
@@ -565,5 +611,5 @@ def metric_names() -> set[str]:
     """Every sample name browserd exports (``_total``, ``_bucket``, ``_sum``, ``_count`` included)."""
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "info": ("_info",)}
     families = [f for m in EVENT_METRICS for f in m.describe()]
-    families += [*POOLS.describe(), *RedisCollector._families(None)]
+    families += [*POOLS.describe(), *WORKER_INFO.describe(), *RedisCollector._families(None)]
     return {f.name + s for f in families for s in suffixes.get(f.type, ("",))}

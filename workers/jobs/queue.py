@@ -23,6 +23,8 @@ limits itself, and the values are still sent with each message for tools that di
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 from celery import Celery
@@ -44,6 +46,12 @@ RUN_SESSION = "browserd.run_session"
 TASK_MODULES = ["workers.tasks", "workers.webhooks", "workers.scheduled", "workers.maintenance",
                 "workers.session_tasks"]  # loaded by a worker at start
 HARD_LIMIT_GRACE = 5.0  # seconds between a job's soft and hard limits
+
+
+def default_node_name() -> str:
+    """The Celery node name ``browserd worker`` gives a worker unless ``--name`` says otherwise; also the
+    name a worker runtime started outside Celery goes by in its heartbeat and metrics."""
+    return f"browserd-{os.getpid()}@{socket.gethostname()}"
 
 
 def hard_limit(soft: float) -> float:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 
 from cdp.launcher import die_with_parent
 from config import get_settings, load_settings
 from workers.jobs.models import Priority
-from workers.jobs.queue import SESSIONS_QUEUE
+from workers.jobs.queue import SESSIONS_QUEUE, default_node_name
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     broker_url(settings)
     check_limits(settings)
-    name = args.name or f"browserd-{os.getpid()}@{socket.gethostname()}"
+    name = args.name or default_node_name()
     common = [f"--loglevel={settings.log_level}",
               "--without-mingle",  # browserd does not use revokes; skip the start-up sync
               "--without-gossip"]  # workers need not track each other; the job store does the bookkeeping
