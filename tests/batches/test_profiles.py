@@ -142,3 +142,28 @@ def test_without_a_key_profiles_and_proxy_passwords_are_refused() -> None:
         assert s.call("POST", "/v1/jobs", {"task": "x", "proxy": {"server": "http://p.test:1"}})[0] == 201
     finally:
         s.close()
+
+
+def test_a_schedule_uses_a_proxy_whose_password_is_in_a_credential_set(ops: Stack, login_site: LoginSite) -> None:
+    """A schedule keeps its template as written, so its jobs name the password (``password_secret``)
+    in a credential set instead of carrying it."""
+    status, _ = ops.call("POST", "/v1/credentials", {"name": "proxyauth", "secrets": {"proxy_pw": PASSWORD}})
+    assert status in (200, 201)
+    with running_proxy() as upstream:
+        proxy = {"server": upstream.server("http"), "username": USERNAME, "password_secret": "proxy_pw"}
+        status, schedule = ops.call("POST", "/v1/schedules", {"every": 3600, "job": _account(
+            login_site, credentials="proxyauth", proxy=proxy)})
+        assert status == 201, schedule
+        status, missing = ops.call("POST", "/v1/jobs", _account(login_site, proxy={**proxy, "password_secret": "nope"},
+                                                               secrets={"proxy_pw": PASSWORD}))
+        assert status == 422 and missing["fields"][0]["field"] == "proxy.password_secret", missing
+        good = ops.submit(_account(login_site, credentials="proxyauth", proxy=proxy))  # what each run submits
+        wrong = ops.submit(_account(login_site, credentials="proxyauth", proxy={**proxy, "password_secret": "other"}))
+        done = ops.wait_state(good["id"], {"succeeded", "failed"}, 180)
+        failed = ops.wait_state(wrong["id"], {"succeeded", "failed"}, 180)
+    assert done["state"] == "succeeded", done["error"]
+    assert upstream.passed(int(login_site.origin.rsplit(":", 1)[1])), upstream.lines
+    assert failed["category"] == "proxy_error" and "'other' is not one of the job's secrets" in failed["error"], failed
+    for where, text in _places(ops, [good["id"], wrong["id"]]).items():
+        assert PASSWORD not in text, f"proxy password found in {where}"
+    assert ops.call("DELETE", f"/v1/schedules/{schedule['id']}")[0] in (200, 204)

@@ -214,7 +214,7 @@ class JobSession:
         self.profiles = JobProfiles.of(self.spec, self.around.profiles, self.lease)
         await self.profiles.load()
         ctx = await _prepare(self.spec, self.lease, self.settings, self.cancel, self.llms, self.telemetry, self.folder,
-                             self.around.navigation_gate, self.recorder)
+                             self.around.navigation_gate, self.recorder, _upstream(self.spec, self.settings, self.hidden))
         ctx.events, ctx.secrets, ctx.pause, ctx.artifacts = events, self.hidden, self.pause, self.recorder
         self.ctx = ctx
         return ctx
@@ -297,9 +297,10 @@ def admit_egress(lease: cdp.Lease, settings: Settings, *, allowed_domains: Seque
 
 async def _prepare(spec: JobSpec, lease: cdp.Lease, settings: Settings, cancel: CancelToken,
                    llms: Llms | None, telemetry: Telemetry, downloads: Path,
-                   gate: NavigationGate | None, recorder: ArtifactRecorder) -> JobContext:
+                   gate: NavigationGate | None, recorder: ArtifactRecorder,
+                   upstream: cdp.UpstreamProxy | None) -> JobContext:
     policy = admit_egress(lease, settings, allowed_domains=spec.allowed_domains, denied_domains=spec.denied_domains,
-                          allowed_networks=spec.allowed_networks, upstream=_upstream(spec, settings))
+                          allowed_networks=spec.allowed_networks, upstream=upstream)
     expansion = spec.options.viewport_expansion
     limits = cdp.DownloadLimits(folder=downloads if settings.download_max_files else None,
                                 max_bytes=settings.download_max_mb * 1024 * 1024,
@@ -334,12 +335,20 @@ async def _save_profile(profiles: JobProfiles) -> None:
         log.info("saved auth profile %r, version %s", profiles.spec.save_profile, profiles.saved_version)
 
 
-def _upstream(spec: JobSpec, settings: Settings) -> cdp.UpstreamProxy | None:
-    """The job's own proxy, its password opened (it goes to the egress gate, nowhere else)."""
+def _upstream(spec: JobSpec, settings: Settings, secrets: Secrets) -> cdp.UpstreamProxy | None:
+    """The job's own proxy, its password opened (it goes to the egress gate, nowhere else): its own,
+    or the job's secret that ``password_secret`` names."""
     if spec.proxy is None:
         return None
     proxy = spec.proxy
-    return cdp.UpstreamProxy(proxy.scheme, proxy.host, proxy.port, proxy.username, proxy_password(proxy, settings))
+    password = proxy_password(proxy, settings)
+    if proxy.password_secret is not None:
+        password = secrets.values.get(proxy.password_secret)
+        if password is None:
+            known = ", ".join(sorted(secrets.values)) or "none"
+            raise ProxyFailed(f"its password_secret {proxy.password_secret!r} is not one of the job's secrets "
+                              f"(they are: {known})")
+    return cdp.UpstreamProxy(proxy.scheme, proxy.host, proxy.port, proxy.username, password)
 
 
 async def _run(ctx: JobContext, steps: StepLog, history: MessageManager | None, replay: ReplayPlan | None) -> None:

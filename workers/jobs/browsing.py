@@ -31,6 +31,7 @@ _LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 # (and Chrome fails every request given a Referer this way, net::ERR_BLOCKED_BY_CLIENT).
 FORBIDDEN_HEADERS = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te",
                                "trailer", "upgrade", "proxy-authorization", "proxy-connection", "expect", "referer"})
+SecretName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]
 UserAgent = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
@@ -43,6 +44,9 @@ class ProxySettings(BaseModel):
     username: str | None = Field(None, min_length=1, max_length=255)
     password: SecretStr | None = Field(None, description="Stored encrypted (BROWSERD_SECRETS_KEY); shown masked.")
     sealed_password: str | None = Field(None, description="Set by browserd: the password, encrypted.")
+    password_secret: SecretName | None = Field(
+        None, description="Name of one of the job's secrets (its own, or its credential set's) holding the password: "
+        "how a schedule, which keeps its template as written, uses a proxy that needs one.")
 
     @field_validator("server")
     @classmethod
@@ -70,8 +74,11 @@ class ProxySettings(BaseModel):
 
     @model_validator(mode="after")
     def _pair(self) -> ProxySettings:
-        if (self.password is not None or self.sealed_password is not None) and self.username is None:
+        given = self.password is not None or self.sealed_password is not None
+        if (given or self.password_secret is not None) and self.username is None:
             raise ValueError("a proxy password needs a 'username'")
+        if given and self.password_secret is not None:
+            raise ValueError("give the proxy's password in 'password' or name a secret in 'password_secret', not both")
         return self
 
     @property

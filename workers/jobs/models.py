@@ -28,6 +28,7 @@ from workers.jobs.browsing import (
     Geolocation,
     ProxySettings,
     ResourceKind,
+    SecretName,
     UserAgent,
     Viewport,
     check_block,
@@ -38,7 +39,6 @@ from workers.jobs.browsing import (
 from workers.jobs.locators import Locator
 from workers.jobs.politeness import PolitenessOptions
 
-SecretName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]
 """A secret's (or credential set's) name: the model writes it in ``<secret>name</secret>``."""
 STORED_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """The name a user gives a stored thing (an auth profile, a recipe): letters, digits, ``_.-``, at

@@ -112,8 +112,9 @@ def check(spec: ScheduleSpec, settings: Settings) -> list[JobSpec]:
                      "and give its jobs 'credentials' instead")
     if any(s.proxy is not None and s.proxy.password is not None for s in specs):
         raise refuse("job.proxy.password" if spec.job is not None else "batch.jobs.proxy.password",
-                     "a schedule keeps its template as written, so it cannot hold a proxy password; use a proxy "
-                     "that needs none (e.g. one that admits the workers' addresses) for scheduled jobs")
+                     "a schedule keeps its template as written, so it cannot hold a proxy password; store it in a "
+                     "credential set (POST /v1/credentials), give the jobs 'credentials' and name the value in "
+                     "'proxy.password_secret'")
     return specs
 
 

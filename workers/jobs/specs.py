@@ -106,6 +106,10 @@ def check_spec(spec: JobSpec, settings: Settings) -> JobSpec:
             raise refuse("script", str(exc)) from None
     if spec.webhook_url is not None:
         check_webhook_url(str(spec.webhook_url), settings)
+    secret = spec.proxy.password_secret if spec.proxy is not None else None
+    if secret is not None and spec.credentials is None and secret not in spec.secrets:
+        raise refuse("proxy.password_secret", f"{secret!r} is not one of the job's 'secrets', and the job names no "
+                     "'credentials' set that could hold it")
     limits_for(spec.politeness, settings)  # a looser limit than the operator allows is refused here
     return seal_spec(spec, settings)
 
