@@ -150,9 +150,11 @@ class Calls:
         return Call("POST", f"/v1/jobs/{_q(job_id)}/follow-up", json={"task": task}, answer=FollowUpAccepted)
 
     @staticmethod
-    def jobs(state: str | None, labels: dict[str, str] | None, limit: int, cursor: int | None) -> Call:
+    def jobs(state: str | None, labels: dict[str, str] | None, limit: int, cursor: int | None,
+             schedule: str | None = None) -> Call:
         label = [f"{k}={v}" for k, v in (labels or {}).items()] or None
-        return Call("GET", "/v1/jobs", params={"state": state, "label": label, "limit": limit, "cursor": cursor},
+        return Call("GET", "/v1/jobs", params={"state": state, "label": label, "schedule": schedule, "limit": limit,
+                                               "cursor": cursor},
                     answer=JobPage)
 
     @staticmethod
@@ -401,8 +403,9 @@ class Client:
         return self._call(Calls.follow_up(job_id, task))
 
     def jobs(self, *, state: str | None = None, labels: dict[str, str] | None = None, limit: int = 50,
-             cursor: int | None = None) -> JobPage:
-        return self._call(Calls.jobs(state, labels, limit, cursor))
+             cursor: int | None = None, schedule: str | None = None) -> JobPage:
+        """A page of jobs, newest first; ``schedule`` (an id) keeps the jobs its runs created."""
+        return self._call(Calls.jobs(state, labels, limit, cursor, schedule))
 
     def events(self, job_id: str, *, follow: bool = True, last_event_id: str | None = None) -> Iterator[JobEvent]:
         """The job's events as they come; the stream ends with an event of type ``end``."""
@@ -638,8 +641,8 @@ class AsyncClient:
         return await self._call(Calls.follow_up(job_id, task))
 
     async def jobs(self, *, state: str | None = None, labels: dict[str, str] | None = None, limit: int = 50,
-                   cursor: int | None = None) -> JobPage:
-        return await self._call(Calls.jobs(state, labels, limit, cursor))
+                   cursor: int | None = None, schedule: str | None = None) -> JobPage:
+        return await self._call(Calls.jobs(state, labels, limit, cursor, schedule))
 
     async def events(self, job_id: str, *, follow: bool = True,
                      last_event_id: str | None = None) -> AsyncIterator[JobEvent]:

@@ -14,7 +14,7 @@ from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody, invalid
 from daemon.api.recipes import check_recipes, recipe_store
 import workers.jobs.steering as steering
-from workers.jobs import FollowUpRequest, JobRecord, JobSpec, JobStatus, JobStore, SteerRefused
+from workers.jobs import FollowUpRequest, JobRecord, JobSpec, JobStatus, JobStore, SteerRefused, is_id
 from workers.jobs.artifacts import NoSuchArtifact, ainline
 from workers.jobs.cancelling import cancel_job as cancel_job_in
 from workers.jobs.records import FollowUpAccepted, JobPage, SubmittedJob
@@ -140,17 +140,23 @@ async def list_jobs(
     store: Store,
     state: JobStatus | None = None,
     label: Annotated[list[str], Query(description="k=v; repeat to require several labels")] = [],  # noqa: B006
+    schedule: Annotated[str | None, Query(description="a schedule id: only the jobs its runs created")] = None,
     limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = 50,
     cursor: Annotated[int | None, Query(ge=0)] = None,
 ) -> JobPage:
-    """Jobs newest first, filtered by state and labels, a page at a time."""
+    """Jobs newest first, filtered by state, labels and schedule, a page at a time. A filter that
+    cannot name anything (a label without ``=``, a schedule that is no id) is refused; one that
+    matches nothing (an unknown label or schedule) gives an empty page."""
     labels: dict[str, str] = {}
     for item in label:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise invalid("label", f"{item!r} is not key=value")
         labels[key] = value
-    page = await store.list(state=state.value if state else None, labels=labels, limit=limit, cursor=cursor)
+    if schedule is not None and not is_id(schedule):
+        raise invalid("schedule", f"{schedule!r} is not a schedule id (32 lowercase hex digits)")
+    page = await store.list(state=state.value if state else None, labels=labels, schedule=schedule, limit=limit,
+                            cursor=cursor)
     return JobPage(jobs=page.jobs, next_cursor=page.next_cursor)
 
 

@@ -29,7 +29,8 @@ from daemon.console.forms import SubmitForm, to_spec
 from daemon.console.rendering import render
 from daemon.console.secrets import masked_settings
 import workers.jobs.steering as steering
-from workers.jobs import BatchRecord, BatchStore, FollowUpRequest, JobRecord, JobStatus, JobStore, SteerRefused, live
+from workers.jobs import (BatchRecord, BatchStore, FollowUpRequest, JobRecord, JobStatus, JobStore, SteerRefused,
+                          is_id, live)
 from workers.jobs.artifacts import ArtifactStore, JobArtifacts, NoSuchArtifact, UnsafeName, content_type, serving_headers
 from workers.jobs.cancelling import cancel_batch, cancel_job
 from workers.jobs.models import STORED_NAME
@@ -91,28 +92,40 @@ def _labels(text: str) -> dict[str, str]:
     return {key: value} if text else {}
 
 
+def _schedule(text: str) -> str:
+    """A schedule id to filter by ('' for none); one that matches no schedule lists no jobs, as an
+    unknown label does, but text that cannot be an id is refused."""
+    if text and not is_id(text):
+        raise BadFilter(f"The schedule filter {text!r} is not a schedule id (32 lowercase hex digits).")
+    return text
+
+
 # --- jobs --------------------------------------------------------------------------------------
 
 @router.get("/", response_class=HTMLResponse)
 async def jobs_page(request: Request, session: Viewer, state: str = "", label: str = "", batch: str = "",
-                    cursor: int | None = None) -> Response:
+                    schedule: str = "", cursor: int | None = None) -> Response:
     store = store_of(request)
     wanted = JobStatus(state) if state in JobStatus.__members__ else None
     labels = _labels(label.strip())
+    schedule = _schedule(schedule.strip())
     if batch:
         await _batch(request, batch)
         ids = await BatchStore(store).job_ids(batch)
         records = [r for r in [await store.get(i) for i in ids[:LIST_LIMIT_MAX]] if r is not None]
         jobs = [r for r in records if (wanted is None or r.state == wanted)
-                and all(r.labels.get(k) == v for k, v in labels.items())]
+                and all(r.labels.get(k) == v for k, v in labels.items()) and (not schedule or r.schedule == schedule)]
         next_cursor = None
     else:
-        page = await store.list(state=wanted.value if wanted else None, labels=labels, limit=PAGE, cursor=cursor)
+        page = await store.list(state=wanted.value if wanted else None, labels=labels, schedule=schedule or None,
+                                limit=PAGE, cursor=cursor)
         jobs, next_cursor = page.jobs, page.next_cursor
     recent = (await store.list(limit=RECENT)).jobs
-    more = urlencode({"state": state, "label": label, "cursor": next_cursor}) if next_cursor else None
+    more = urlencode({"state": state, "label": label, "schedule": schedule, "cursor": next_cursor}) \
+        if next_cursor else None
     return render(request, "jobs.html", {
-        "jobs": jobs, "filters": {"state": state, "label": label, "batch": batch}, "states": list(JobStatus),
+        "jobs": jobs, "filters": {"state": state, "label": label, "batch": batch, "schedule": schedule},
+        "states": list(JobStatus),
         "more": more, "outcomes": outcomes(recent), "counts": await store.counts(),
         "workers": len(await store.live_workers()),
     }, csrf=session.csrf)

@@ -13,9 +13,10 @@ PLANNER = "PlannerOutput"
 EXTRACTOR = "ExtractedContent"
 
 
-def act(*actions: dict[str, Any], goal: str = "next", delay: float = 0.0) -> Reply:
+def act(*actions: dict[str, Any], goal: str = "next", delay: float = 0.0, evaluation: str = "Unknown",
+        memory: str = "") -> Reply:
     """A navigator answer running ``actions`` in order."""
-    state = {"evaluation_previous_goal": "Unknown", "memory": "", "next_goal": goal}
+    state = {"evaluation_previous_goal": evaluation, "memory": memory, "next_goal": goal}
     return Reply.tool({"current_state": state, "action": list(actions)}, delay=delay)
 
 

@@ -253,3 +253,44 @@ async def test_actions_in_a_cross_origin_iframe(pool, site, denied_site, llm, se
     assert result.status == JobStatus.succeeded, result.error
     assert "received: ada@example.com Weekly" in text
     assert all(a.ok for s in result.steps for a in s.actions)
+
+
+async def test_each_step_carries_the_navigators_evaluation_memory_and_goal(pool, site, llm, settings):
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="Signed up."))
+    llm.add(NAVIGATOR,
+            act({"input_text": {"index": 1, "text": "Ada"}}, evaluation="Unknown - the task starts",
+                memory="0 of 2 names typed", goal="type the first name"),
+            act({"done": {"text": "Signed up."}}, evaluation="Success - the name is in",
+                memory="1 of 2 names typed", goal="finish"))
+    result, _, _ = await run(pool, settings, task="Type Ada", start_url=site.url("agent/form1.html"))
+    assert result.status == JobStatus.succeeded, result.error
+    brains = [s.brain.model_dump() if s.brain else None for s in result.steps]
+    assert brains == [
+        {"evaluation_previous_goal": "Unknown - the task starts", "memory": "0 of 2 names typed",
+         "next_goal": "type the first name"},
+        {"evaluation_previous_goal": "Success - the name is in", "memory": "1 of 2 names typed",
+         "next_goal": "finish"},
+        None,  # the planner's confirmation step: the navigator was not asked
+    ]
+
+
+async def test_a_secret_in_the_navigators_memory_is_hidden(pool, site, llm, settings):
+    password = "hunter2-brain-secret"
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="ok"))
+    llm.add(NAVIGATOR,
+            act({"input_text": {"index": 1, "text": "<secret>pw</secret>"}}, memory=f"the password is {password}",
+                evaluation=f"typed {password}?", goal=f"check that {password} was accepted"),
+            act({"done": {"text": "ok"}}))
+    seen = []
+
+    async def on_event(event):
+        seen.append(event)
+
+    result, _, _ = await run(pool, settings, task="Type the password", start_url=site.url("agent/form1.html"),
+                             secrets={"pw": password}, _on_event=on_event)
+    assert result.status == JobStatus.succeeded, result.error
+    brain = result.steps[0].brain
+    assert brain.memory == "the password is <secret>pw</secret>"
+    assert brain.evaluation_previous_goal == "typed <secret>pw</secret>?"
+    assert brain.next_goal == "check that <secret>pw</secret> was accepted"
+    assert password not in result.model_dump_json() and password not in repr(seen)

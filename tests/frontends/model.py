@@ -14,6 +14,8 @@ from tests.support.llm_server import LLMServer, Reply, offered_tool
 
 WAITS = 4
 ANSWER = "The page says hello"
+# the navigator's memory quotes page text, which may be hostile: the step view shows it as text
+MEMORY = 'waited <script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> so far'
 
 
 def scripted(llm: LLMServer) -> Callable[[dict[str, Any]], Reply]:
@@ -24,7 +26,8 @@ def scripted(llm: LLMServer) -> Callable[[dict[str, Any]], Reply]:
         if offered_tool(request) == NAVIGATOR:
             if turns <= waits:
                 return act({"wait": {"seconds": 1, "intent": f"let the page settle ({turns})"}},
-                           goal="wait", delay=1.0)
+                           goal="wait", delay=1.0, evaluation=f"Success - waited {turns - 1} times",
+                           memory=MEMORY)
             return act({"done": {"text": ANSWER, "success": True}}, goal="finish")
         return plan(done=turns > waits, final_answer=ANSWER, next_steps="keep waiting")
     return reply

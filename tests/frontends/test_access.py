@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -12,6 +13,7 @@ from config import load_settings
 from daemon.api import create_app
 from daemon.console.auth import COOKIE
 from tests.support.redis_server import RedisServer
+from workers.jobs.models import JobResult, JobStatus, NavigatorBrain, StepRecord
 
 TOKEN = "console-test-token"
 ORIGIN = "http://127.0.0.1:8080"
@@ -95,6 +97,24 @@ def test_job_text_is_shown_as_text_never_markup(client: TestClient) -> None:
     assert "&lt;script&gt;alert(2)" in page.text
     assert "script-src 'self'" in page.headers["content-security-policy"]
     assert "<b>v</b>" not in client.get("/ui/").text
+
+
+def test_the_step_stream_carries_the_navigators_words_as_data_not_markup(client: TestClient) -> None:
+    """The step view draws each step from the console's event stream: the navigator's evaluation,
+    memory and next goal travel there as JSON strings (steps.js sets them as text)."""
+    csrf = login(client)
+    job_id = client.post("/ui/submit", data={"csrf": csrf, "kind": "task", "task": "look"}).headers["location"] \
+        .rsplit("/", 1)[1]
+    store = client.app.state.store
+    claim = client.portal.call(lambda: store.start(job_id, worker="w", max_attempts=1, stale_after=60))
+    hostile = NavigatorBrain(evaluation_previous_goal="Success", memory="<script>alert(1)</script>", next_goal="go on")
+    client.portal.call(lambda: store.progress(job_id, claim.attempt, step=StepRecord(step=1, brain=hostile)))
+    client.portal.call(lambda: store.finish(job_id, claim.attempt, JobResult(status=JobStatus.succeeded)))
+    stream = client.get(f"/ui/jobs/{job_id}/events")
+    assert stream.headers["content-type"].startswith("text/event-stream")
+    steps = [json.loads(line[6:]) for line in stream.text.splitlines() if line.startswith("data: {\"step\"")]
+    assert [s["brain"] for s in steps] == [hostile.model_dump()]
+    assert "<script>" not in client.get(f"/ui/jobs/{job_id}").text
 
 
 def test_settings_are_masked_and_unknown_things_are_404(client: TestClient) -> None:

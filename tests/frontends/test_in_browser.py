@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from cdp import BrowserPool, EvaluationError, Page
-from tests.frontends.model import ANSWER, WAITS
+from tests.frontends.model import ANSWER, MEMORY, WAITS
 from tests.queue.stack import ROOT, TOKEN, Stack, script
 from tests.support.llm_server import LLMServer
 from tests.support.servers import StaticServer
@@ -108,6 +108,13 @@ async def test_an_operator_drives_the_console(frontend_stack: tuple[Stack, LLMSe
         assert "wait" in steps[0]["text"] and "let the page settle" in steps[0]["text"]
         assert "basic.html" in steps[0]["text"] and "tokens in" in steps[0]["text"]
         assert "done" in steps[-1]["text"] and steps[-1]["plan"], "the planner's verdict shows on the last step"
+        brain = await page.evaluate("""[...document.querySelector('#steps li.step .brain').querySelectorAll('p')]
+            .map(p => [p.dataset.field, p.innerText, p.querySelectorAll('*').length])""")
+        assert brain == [["evaluation_previous_goal", "evaluation: Success - waited 0 times", 2],
+                         ["memory", "memory: " + MEMORY, 2], ["next_goal", "next goal: wait", 2]], \
+            "the navigator's evaluation, memory and next goal show on the step, as text in two spans each"
+        assert await page.evaluate("[window.pwned, document.querySelectorAll('#steps .brain script, #steps .brain img')"
+                                   ".length]") == [None, 0], "a <script> in the memory stays inert text"
         assert await text(page, "#final-answer") == ANSWER
         ARTIFACTS.mkdir(exist_ok=True)
         shot = await page.screenshot(full_page=True)

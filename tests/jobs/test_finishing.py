@@ -88,3 +88,25 @@ async def test_one_reconciler_pass_at_a_time(store: JobStore) -> None:
     settings = load_settings(redis_url="redis://127.0.0.1:1/0")
     await store.redis.set(store.keys.reconciler_lock, "another pass", ex=30)
     assert await Reconciler(store, settings).run_once() is None
+
+
+async def test_a_schedules_expired_jobs_leave_its_index_too(server: RedisServer) -> None:
+    keys = Keys(prefix=f"t{new_id()[:8]}:")
+    client = connect(server.url)
+    store = JobStore(client, result_ttl=1, keys=keys)
+    schedule = new_id()
+    try:
+        _, job_ids, _ = await BatchStore(store).create([JobSpec(task="a", labels={"k": "v"}), JobSpec(task="b")],
+                                                       [3, 3], schedule_id=schedule)
+        assert [j.id for j in (await store.list(schedule=schedule)).jobs] == job_ids[::-1]
+        assert (await store.list(schedule=new_id())).jobs == [] and (await store.list(schedule="x:y")).jobs == []
+        for job_id in job_ids:
+            await run_to_end(store, job_id)
+        await asyncio.sleep(1.5)  # past BROWSERD_RESULT_TTL: the records are gone, the indexes not yet
+        assert await client.zcard(keys.schedule_jobs(schedule)) == 2
+        report = await Reconciler(store, load_settings(redis_url=server.url, result_ttl=1)).run_once()
+        assert report is not None and report.index_entries_trimmed == 3  # the two jobs and their batch
+        for index in (keys.schedule_jobs(schedule), keys.label_index("k", "v"), keys.all_jobs, keys.expiring):
+            assert await client.zcard(index) == 0, index
+    finally:
+        await client.aclose()

@@ -201,6 +201,7 @@ class AgentLoop:
             self._failed(step, exc)
             return False
         self._charge(step, reply, images=self.options.use_vision)
+        step.brain = output.brain()  # scrubbed of secrets with the rest of the step (StepLog.add)
         self.messages.reduce_last_state(summary)
         self.messages.add_model_output(output.raw)
         failed = await self._act(step, output, state.url)

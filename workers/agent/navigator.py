@@ -14,6 +14,7 @@ from workers.agent.errors import LLMOutputError
 from workers.agent.llm import LLMReply, ToolSpec, call_structured
 from workers.agent.messages import MessageManager
 from workers.jobs.actions import ActionParams
+from workers.jobs.models import NavigatorBrain
 
 
 @lru_cache(maxsize=1)
@@ -43,6 +44,13 @@ class NavigatorOutput:
     actions: list[tuple[Action, ActionParams]]
     raw: dict[str, Any]
 
+    def brain(self) -> NavigatorBrain | None:
+        """The answer's evaluation, memory and next goal for the step record (None when it gave none);
+        a field that is not text is kept as its JSON-ish string rather than lost."""
+        fields = NavigatorBrain.model_fields
+        texts = {name: _text(self.current_state.get(name)) for name in fields}
+        return NavigatorBrain(**texts) if any(texts.values()) else None
+
 
 async def next_actions(ctx: JobContext, messages: MessageManager, max_actions: int) -> tuple[NavigatorOutput, LLMReply]:
     assert ctx.llms is not None
@@ -65,6 +73,10 @@ def parse_output(data: dict[str, Any], max_actions: int) -> NavigatorOutput:
         raise LLMOutputError(f"invalid action: {exc}", raw=str(data)[:500]) from None
     state = data.get("current_state")
     return NavigatorOutput(state if isinstance(state, dict) else {}, actions, data)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else value if isinstance(value, str) else str(value)
 
 
 def state_message(state: Any, tabs: list[tuple[int, str, str]], current_tab: int, step: int, max_steps: int,

@@ -131,7 +131,7 @@ class BatchStore:
             if schedule_id:
                 pipe.zadd(keys.schedule_runs(schedule_id), {batch_id: created_at})
             await pipe.execute()
-        extra = {"batch": batch_id}
+        extra = {"batch": batch_id, **({"schedule": schedule_id} if schedule_id else {})}
         argvs = [json.dumps(self.jobs.create_args(spec, max_steps=steps, extra=extra))
                  for spec, steps in zip(specs, max_steps)]
         flat: list[Any] = []

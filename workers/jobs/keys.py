@@ -23,6 +23,7 @@ key                             type       holds
 ``P jobs:all``                  zset       every job id, score ``seq``
 ``P jobs:state:{state}``        zset       job ids in that state, score ``seq``
 ``P jobs:label:{k}:{v}``        zset       job ids carrying label k=v (k percent-encoded), score ``seq``
+``P jobs:schedule:{id}``        zset       job ids of that schedule's runs (their hash has ``schedule``), score ``seq``
 ``P workers``                   zset       worker id -> time of its last heartbeat (epoch seconds)
 ``P worker:{id}``               hash       that worker's host, pid, concurrency, jobs running, sessions kept; short TTL
 ``P batch:{id}``                hash       a batch (``batches``): total, created_at, schedule,
@@ -46,7 +47,7 @@ key                             type       holds
 ``P recipes``                   zset       recipe names, score creation time
 ``P redbeat:*``                 various    RedBeat's schedule entries, due-time zset and beat lock
 ``P jobs:expiring``             zset       what to drop from the indexes when a record expires: member
-                                           ``job {id} {state} {labels JSON}`` or ``batch {id}``, score
+                                           ``job {id} {state} [schedule={id} ]{labels JSON}`` or ``batch {id}``, score
                                            the expiry time; written by the final transition, trimmed
                                            by the reconciler (``reconcile``)
 ``P outbox``                    hash       delivery id (``job.finished:{id}``, ``batch.finished:{id}``)
@@ -139,6 +140,9 @@ class Keys:
 
     def label_index(self, key: str, value: str) -> str:
         return f"{self.prefix}jobs:label:{quote(key, safe='')}:{value}"
+
+    def schedule_jobs(self, schedule_id: str) -> str:
+        return f"{self.prefix}jobs:schedule:{schedule_id}"
 
     @property
     def workers(self) -> str:

@@ -66,15 +66,21 @@ local function end_run(state, category, err)
   redis.call('HSET', jkey, 'run:' .. n, cjson.encode(rec))
 end
 
+-- The ``jobs:expiring`` member naming the index entries of this job: ``job {id} {state}
+-- [schedule={id} ]{labels JSON}`` (a schedule's job is also in its ``jobs:schedule:{id}`` index).
+local function expiring_member(state, labels, schedule)
+  local sched = (schedule and schedule ~= '') and ('schedule=' .. schedule .. ' ') or ''
+  return 'job ' .. id .. ' ' .. (state or '') .. ' ' .. sched .. (labels or '{}')
+end
+
 -- A finished record and its stream live result_ttl more seconds, then vanish; ``jobs:expiring``
 -- remembers which index entries to drop then (``reconcile`` trims them).
 local function expire_finished(ttl)
   redis.call('EXPIRE', jkey, ttl)
   redis.call('EXPIRE', ekey, ttl)
-  local f = redis.call('HMGET', jkey, 'idempotency_key', 'state', 'labels')
+  local f = redis.call('HMGET', jkey, 'idempotency_key', 'state', 'labels', 'schedule')
   if f[1] and f[1] ~= '' then redis.call('EXPIRE', prefix .. 'idem:' .. f[1], ttl) end
-  redis.call('ZADD', prefix .. 'jobs:expiring', tonumber(now) + tonumber(ttl),
-    'job ' .. id .. ' ' .. (f[2] or '') .. ' ' .. (f[3] or '{}'))
+  redis.call('ZADD', prefix .. 'jobs:expiring', tonumber(now) + tonumber(ttl), expiring_member(f[2], f[3], f[4]))
 end
 
 -- Record a notification owed (a webhook), to be sent by whoever runs the outbox (``outbox``).
@@ -364,7 +370,7 @@ return string.format('%.6f', at - now)
 # Returns {outcome, run, event id}: missing | not_finished | not_kept | closed | lost | accepted.
 FOLLOW_UP = PRELUDE + r"""
 if redis.call('EXISTS', jkey) == 0 then return {'missing', 0, ''} end
-local f = redis.call('HMGET', jkey, 'state', 'session', 'session_until', 'heartbeat_at', 'labels', 'runs')
+local f = redis.call('HMGET', jkey, 'state', 'session', 'session_until', 'heartbeat_at', 'labels', 'runs', 'schedule')
 local state = f[1]
 if not is_final(state) then return {'not_finished', 0, ''} end
 if not f[2] then return {'not_kept', 0, ''} end
@@ -374,7 +380,7 @@ local run = tonumber(f[6] or '1') + 1
 local task = cjson.decode(ARGV[4])['task']
 redis.call('PERSIST', jkey)
 redis.call('PERSIST', ekey)
-redis.call('ZREM', prefix .. 'jobs:expiring', 'job ' .. id .. ' ' .. state .. ' ' .. (f[5] or '{}'))
+redis.call('ZREM', prefix .. 'jobs:expiring', expiring_member(state, f[5], f[7]))
 redis.call('HDEL', jkey, 'finished_at', 'category', 'error', 'result', 'cancel_requested', 'session_until')
 redis.call('HSET', jkey, 'runs', run, 'step', 0, 'started_at', now, 'heartbeat_at', now, 'session', 'kept',
   'run:' .. run, cjson.encode({run = run, task = task, state = 'running', started_at = tonumber(now)}))

@@ -380,6 +380,15 @@ class ArtifactLink(BaseModel):
     url: str
 
 
+class NavigatorBrain(BaseModel):
+    """What the navigator said of its step (its ``current_state``): model text that may quote the
+    page, so it is untrusted; shown as text only, and scrubbed of the job's secrets like the step."""
+
+    evaluation_previous_goal: str = Field("", description="How the model judged the previous step's goal.")
+    memory: str = Field("", description="What the model keeps in mind for the task so far.")
+    next_goal: str = Field("", description="What the model means to do with this step's actions.")
+
+
 class StepRecord(BaseModel):
     """One executor step; also the payload of a step event in the job's stream."""
 
@@ -394,6 +403,9 @@ class StepRecord(BaseModel):
     image_tokens: int = Field(0, description="Estimated share of input_tokens spent on screenshots (vision).")
     elements: int | None = None
     plan: dict[str, Any] | None = None
+    brain: NavigatorBrain | None = Field(None, description="The navigator's evaluation, memory and next goal "
+                                         "(agent steps the navigator answered; none for script, replayed or "
+                                         "rolling-horizon steps).")
     dialogs: list[DialogRecord] = Field(default_factory=list)
     error: str | None = None
     screenshot: str | None = Field(None, description="API path of the screenshot taken at the end of this step.")

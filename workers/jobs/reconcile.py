@@ -195,6 +195,9 @@ class Reconciler:
             return
         job_id, _, rest = rest.partition(" ")
         _state, _, labels = rest.partition(" ")
+        if labels.startswith("schedule="):  # a schedule's job (see ``lua.expiring_member``)
+            schedule, _, labels = labels.removeprefix("schedule=").partition(" ")
+            pipe.zrem(self.keys.schedule_jobs(schedule), job_id)  # type: ignore[attr-defined]
         pipe.zrem(self.keys.all_jobs, job_id)  # type: ignore[attr-defined]
         for state in FINAL_STATES:
             pipe.zrem(self.keys.state_index(state.value), job_id)  # type: ignore[attr-defined]

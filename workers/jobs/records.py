@@ -42,6 +42,7 @@ class JobRecord(BaseModel):
     priority: Priority = Priority.normal
     labels: dict[str, str] = Field(default_factory=dict)
     batch: str | None = Field(None, description="The batch the job belongs to, if any.")
+    schedule: str | None = Field(None, description="The schedule whose run (a batch) created the job, if any.")
     idempotency_key: str | None = None
     attempts: int = Field(0, description="Times a worker started the job (a redelivery after a lost worker adds one).")
     worker: str | None = Field(None, description="Worker that ran (or runs) the latest attempt.")
@@ -81,6 +82,7 @@ class JobRecord(BaseModel):
             priority=Priority(raw.get("priority") or "normal"),
             labels=json.loads(raw.get("labels") or "{}"),
             batch=raw.get("batch") or None,
+            schedule=raw.get("schedule") or None,
             idempotency_key=raw.get("idempotency_key") or None,
             attempts=int(raw.get("attempts") or 0),
             worker=raw.get("worker") or None,

@@ -116,7 +116,8 @@ class JobStore:
     async def create(self, spec: JobSpec, *, max_steps: int, extra: dict[str, str] | None = None) -> tuple[str, bool]:
         """Record a queued job; with an idempotency key already in use, the existing job's id.
 
-        Returns (job id, created). ``extra`` adds hash fields (e.g. ``batch``).
+        Returns (job id, created). ``extra`` adds hash fields (e.g. ``batch``; ``schedule`` also puts
+        the job in that schedule's index, for ``list(schedule=...)``).
         """
         job_id, created = await self._create(keys=[], args=self._create_args(spec, max_steps, extra))
         return job_id, bool(int(created))
@@ -136,9 +137,11 @@ class JobStore:
             **(extra or {}),
         }
         flat = [str(x) for pair in fields.items() for x in pair]
-        label_keys = [self.keys.label_index(k, v) for k, v in spec.labels.items()]
+        indexes = [self.keys.label_index(k, v) for k, v in spec.labels.items()]
+        if (extra or {}).get("schedule"):
+            indexes.append(self.keys.schedule_jobs((extra or {})["schedule"]))
         key = spec.idempotency_key or ""
-        return self._argv(new_id(), json.dumps(flat), key, self.result_ttl, *label_keys)
+        return self._argv(new_id(), json.dumps(flat), key, self.result_ttl, *indexes)
 
     async def start(self, job_id: str, *, worker: str, max_attempts: int, stale_after: float) -> Claim:
         outcome, attempt = await self._start(
@@ -274,11 +277,16 @@ class JobStore:
         return [JobEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
 
     async def list(self, *, state: str | None = None, labels: dict[str, str] | None = None,
-                   limit: int = 50, cursor: int | None = None) -> JobListing:
-        """Newest first; ``cursor`` (from the previous page) continues below that ``seq``."""
+                   schedule: str | None = None, limit: int = 50, cursor: int | None = None) -> JobListing:
+        """Newest first; ``cursor`` (from the previous page) continues below that ``seq``. The walk
+        follows the narrowest index at hand (a schedule's, a label's, a state's) and checks the rest."""
         labels = labels or {}
         limit = max(1, min(limit, LIST_LIMIT_MAX))
-        if labels:
+        if schedule is not None and not is_id(schedule):
+            return JobListing([], None)  # names no schedule (nor any key)
+        if schedule:
+            index = self.keys.schedule_jobs(schedule)
+        elif labels:
             first = next(iter(labels.items()))
             index = self.keys.label_index(*first)
         else:
@@ -293,6 +301,8 @@ class JobStore:
             for (job_id, score), record in zip(batch, records):
                 top = f"({int(score)}"
                 if record is None or (state and record.state != state):
+                    continue
+                if schedule and record.schedule != schedule:
                     continue
                 if any(record.labels.get(k) != v for k, v in labels.items()):
                     continue

@@ -1,4 +1,4 @@
-"""``browserd jobs``: list jobs, newest first, by state and label."""
+"""``browserd jobs``: list jobs, newest first, by state, label and schedule."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import shlex
 
 from daemon.cli.output import api_command, client, print_json, summary
+from workers.jobs.keys import is_id
 from workers.jobs.models import JobStatus
 
 
@@ -13,6 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="list jobs, newest first")
     p.add_argument("--state", choices=[s.value for s in JobStatus])
     p.add_argument("--label", action="append", default=[], metavar="K=V", help="only jobs with this label")
+    p.add_argument("--schedule", metavar="ID", help="only jobs created by this schedule's runs")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--cursor", type=int, help="continue from a previous page's cursor")
     p.add_argument("--json", action="store_true")
@@ -24,8 +26,12 @@ def run(args: argparse.Namespace) -> int:
     bad = [item for item in args.label if "=" not in item.strip("=")]
     if bad:
         raise SystemExit(f"browserd jobs: --label {bad[0]!r} is not K=V")
+    if args.schedule is not None and not is_id(args.schedule):
+        raise SystemExit(f"browserd jobs: --schedule {args.schedule!r} is not a schedule id (32 lowercase hex "
+                         "digits, as `browserd schedule list` shows)")
     labels = dict(item.partition("=")[::2] for item in args.label)
-    page = client().jobs(state=args.state, labels=labels or None, limit=args.limit, cursor=args.cursor)
+    page = client().jobs(state=args.state, labels=labels or None, schedule=args.schedule, limit=args.limit,
+                         cursor=args.cursor)
     if args.json:
         print_json(page.model_dump(mode="json"))
         return 0
@@ -43,5 +49,7 @@ def next_page_command(args: argparse.Namespace, cursor: int) -> str:
         words += ["--state", args.state]
     for label in args.label:
         words += ["--label", label]
+    if args.schedule:
+        words += ["--schedule", args.schedule]
     words += ["--limit", str(args.limit), "--cursor", str(cursor)]
     return shlex.join(words)

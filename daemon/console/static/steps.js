@@ -83,6 +83,21 @@
     return box;
   }
 
+  // The navigator's own words for the step: model text that may quote the page, so text only.
+  function brain(b) {
+    const box = el("div", "brain");
+    box.appendChild(el("strong", null, "Navigator"));
+    for (const [key, label] of [["evaluation_previous_goal", "evaluation"], ["memory", "memory"], ["next_goal", "next goal"]]) {
+      if (!b[key]) continue;
+      const line = el("p");
+      line.dataset.field = key;
+      line.appendChild(el("span", "key", label + ": "));
+      line.appendChild(el("span", "text", b[key]));
+      box.appendChild(line);
+    }
+    return box;
+  }
+
   function step(data) {
     const item = el("li", "step");
     item.dataset.step = data.step;
@@ -99,6 +114,7 @@
     }
     if (data.elements !== null && data.elements !== undefined) facts.appendChild(el("span", "muted", data.elements + (data.elements === 1 ? " element" : " elements")));
     item.appendChild(facts);
+    if (data.brain) item.appendChild(brain(data.brain));
     const actions = el("ul", "actions");
     for (const a of data.actions || []) actions.appendChild(action(a));
     item.appendChild(actions);
