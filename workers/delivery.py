@@ -217,12 +217,13 @@ class Deliveries:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    async def _offloaded(self, job_id: str, result: JobResult) -> JobResult:
+    async def _offloaded(self, job_id: str, result: JobResult, run: int = 1) -> JobResult:
         """Final answer, data and steps above ``BROWSERD_ARTIFACT_INLINE_BYTES`` go to the artifact
-        store, so the Redis record stays small; if the store cannot take them, the record keeps them."""
+        store (run ``run``'s own file), so the Redis record stays small; if the store cannot take
+        them, the record keeps them."""
         try:
             return await asyncio.to_thread(offload, result, self.artifacts.job(job_id),
-                                           self.settings.artifact_inline_bytes)
+                                           self.settings.artifact_inline_bytes, run)
         except Exception as exc:
             log.warning("job %s: large result kept in the record (artifact store: %s: %s)", job_id,
                         type(exc).__name__, exc)
@@ -435,7 +436,7 @@ class Deliveries:
         log.info("job %s: follow-up run %s", run.job_id, follow.run)
         try:
             result = await self._offloaded(run.job_id, self._within_limits(
-                await self._bounded(run, held.session, follow.task)))
+                await self._bounded(run, held.session, follow.task)), held.session.runs)
             held.judge(result)
             if await self._record(run, result, held):
                 await self.finisher.finished(run.job_id, result)

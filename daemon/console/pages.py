@@ -31,7 +31,15 @@ from daemon.console.secrets import masked_settings
 import workers.jobs.steering as steering
 from workers.jobs import (BatchRecord, BatchStore, FollowUpRequest, JobRecord, JobStatus, JobStore, SteerRefused,
                           is_id, live)
-from workers.jobs.artifacts import ArtifactStore, JobArtifacts, NoSuchArtifact, UnsafeName, content_type, serving_headers
+from workers.jobs.artifacts import (
+    ArtifactStore,
+    JobArtifacts,
+    NoSuchArtifact,
+    UnsafeName,
+    by_run,
+    content_type,
+    serving_headers,
+)
 from workers.jobs.cancelling import cancel_batch, cancel_job
 from workers.jobs.models import STORED_NAME
 from workers.jobs.recipes import RecipeInfo, RecipeStore, describe_step
@@ -143,7 +151,7 @@ async def counters(request: Request, session: Viewer) -> Response:
 async def job_page(request: Request, job_id: str, session: Viewer) -> Response:
     job = await _job(request, job_id)
     files = await asyncio.to_thread(_artifacts_of(request, job_id).list)
-    return render(request, "job.html", {"job": job, "artifacts": files}, csrf=session.csrf)
+    return render(request, "job.html", {"job": job, "artifacts": by_run(files)}, csrf=session.csrf)
 
 
 def _store(request: Request) -> ArtifactStore:

@@ -11,6 +11,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from workers.jobs.artifacts import is_screenshot
+
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
 
@@ -37,6 +39,7 @@ def _ago(value: datetime | None) -> str:
 
 
 templates.env.filters.update(pretty=_pretty, when=_when, ago=_ago)
+templates.env.tests.update(screenshot=is_screenshot)  # {% if name is screenshot %}: a step's, of any run
 
 
 def render(request: Request, name: str, context: dict[str, Any], *, csrf: str = "", status: int = 200) -> HTMLResponse:

@@ -11,7 +11,9 @@ import time
 import pytest
 
 from config import load_settings
+from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
 from workers.agent import run_job
+from workers.agent.job import Around, JobSession
 from workers.agent.artifacts import MAX_HTML
 from workers.agent.journal import MAX_ENTRIES, MAX_TEXT
 from workers.jobs.artifacts import ArtifactStore
@@ -54,12 +56,14 @@ async def test_a_failed_job_keeps_its_screenshots_page_and_console_by_default(po
     result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("agent/artifacts.html")}},
                                                  {"wait": {"seconds": 1}}, {"click_element": {"index": 99}}]})
     assert result.status == JobStatus.failed
-    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.txt",
+    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.md",
                              "step-001.jpg", "step-002.jpg", "step-003.jpg"]
+    assert {a.run for a in result.artifacts} == {1}
     assert [s.screenshot for s in result.steps] == [f"/v1/jobs/{folder.job_id}/artifacts/step-00{n}.jpg"
                                                    for n in (1, 2, 3)]
     assert "<h1>Order status</h1>" in folder.read("page.html").decode()
-    assert "Shipped on Monday" in folder.read("page.txt").decode()
+    assert folder.read("page.md").decode().splitlines()[:2] == ["# Order status", "Shipped on Monday"], \
+        "the page's text as markdown, its heading marked"
     console = [json.loads(line) for line in folder.read("console.jsonl").decode().splitlines()]
     texts = [(c["level"], c["text"]) for c in console]
     assert ("log", "page ready 42") in texts and ("warning", "stock low") in texts
@@ -81,7 +85,7 @@ async def test_always_keeps_the_page_and_logs_of_a_success(pool, site, folder):
     result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("agent/artifacts.html")}},
                                                  {"done": {"text": "ok"}}],
                                       "artifacts": {"screenshots": "off", "page": "always", "logs": "always"}})
-    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.txt"]
+    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.md"]
 
 
 async def test_secrets_never_reach_the_logs_or_page_text(pool, site, folder):
@@ -92,6 +96,7 @@ async def test_secrets_never_reach_the_logs_or_page_text(pool, site, folder):
     assert result.status == JobStatus.failed
     console = folder.read("console.jsonl").decode()
     assert "typed <secret>pw</secret>" in console, console
+    assert "Signing in with <secret>pw</secret>" in folder.read("page.md").decode(), "the page echoed it"
     for link in result.artifacts:
         if not link.name.endswith(".jpg"):
             assert PASSWORD not in folder.read(link.name).decode(), link.name
@@ -127,4 +132,37 @@ async def test_a_huge_page_keeps_bounded_html(pool, site, folder):
     assert result.status == JobStatus.failed
     html = folder.read("page.html").decode()
     assert html.startswith("<html><head><title>Huge page</title>") and len(html) == MAX_HTML
-    assert folder.read("page.txt").decode().startswith("Endless list")
+    assert folder.read("page.md").decode().startswith("# Endless list\nrendered")
+
+
+async def test_each_run_of_a_kept_session_keeps_and_lists_its_own_files(pool, site, folder, llm, settings):
+    """A follow-up numbers its steps from 1 again: its files are run-2-..., the first run's stay."""
+    keep = {"screenshots": "every_step", "page": "always", "logs": "always"}
+    spec = JobSpec(task="read the order", start_url=site.url("agent/artifacts.html"), artifacts=keep,
+                   options={"keep_session": 30})
+    async with pool.lease() as lease:
+        session = JobSession(spec, lease, settings=settings, around=Around(artifacts=folder))
+        try:
+            llm.add(PLANNER, plan(), plan(done=True, final_answer="first"))
+            llm.add(NAVIGATOR, act({"wait": {"seconds": 0}}), act({"done": {"text": "first", "success": True}}))
+            first = await session.run()
+            shot = folder.read("step-001.jpg")
+            llm.add(PLANNER, plan(), plan(done=True, final_answer="second"))
+            llm.add(NAVIGATOR, act({"go_to_url": {"url": site.url("cdp/basic.html")}}),
+                    act({"done": {"text": "second", "success": True}}))
+            second = await session.run("open the basic page")
+        finally:
+            await session.close()
+    assert (first.status, second.status) == (JobStatus.succeeded, JobStatus.succeeded), (first.error, second.error)
+    assert len(first.steps) >= 2 and [s.step for s in second.steps][:2] == [1, 2], "a run numbers its own steps"
+    first_shots = [f"step-{s.step:03d}.jpg" for s in first.steps]
+    second_shots = [f"run-2-step-{s.step:03d}.jpg" for s in second.steps]
+    assert names(first) == ["console.jsonl", "network.jsonl", "page.html", "page.md", *first_shots]
+    assert names(second) == ["run-2-page.html", "run-2-page.md", *second_shots], \
+        "each run's result lists its own files (the basic page logged nothing)"
+    assert {a.run for a in first.artifacts} == {1} and {a.run for a in second.artifacts} == {2}
+    assert [s.screenshot for s in second.steps] == [f"/v1/jobs/{folder.job_id}/artifacts/{n}" for n in second_shots]
+    assert folder.read("step-001.jpg") == shot, "the follow-up did not overwrite the first run's screenshot"
+    assert folder.read("page.md").decode().startswith("# Order status")
+    assert folder.read("run-2-page.md").decode().startswith("# Hello from the fixture")
+    assert folder.list() == sorted([*first.artifacts, *second.artifacts], key=lambda a: a.name)

@@ -16,10 +16,13 @@ from workers.jobs.artifacts import (
     ArtifactStore,
     NoSuchArtifact,
     UnsafeName,
+    by_run,
     inline,
     name_from,
     offload,
+    run_name,
     safe_name,
+    serving_headers,
 )
 from workers.jobs.models import JobTotals
 from workers.jobs.reconcile import Reconciler
@@ -89,6 +92,36 @@ def test_a_large_result_is_offloaded_and_read_back(artifacts: ArtifactStore) -> 
     back = inline(big, folder)
     assert back.data == rows and back.final_answer == "many" and back.steps == steps
     assert back.model_copy(update={"artifacts": [], "result_artifact": None}) == full
+
+
+def test_a_follow_ups_files_have_names_of_their_own_that_say_its_run(artifacts: ArtifactStore) -> None:
+    folder = artifacts.job(new_id())
+    assert [run_name(run, "step-001.jpg") for run in (1, 2, 12)] == ["step-001.jpg", "run-2-step-001.jpg",
+                                                                     "run-12-step-001.jpg"]
+    for name in ("step-001.jpg", "page.md", "download-run-3-x.pdf", "run-2-step-001.jpg", "run-2-page.md",
+                 "run-2-download-report.csv", "run-12-console.jsonl"):
+        folder.put(safe_name(name), b"x")
+    runs = [(run, [a.name for a in links]) for run, links in by_run(folder.list())]
+    assert runs == [(1, ["download-run-3-x.pdf", "page.md", "step-001.jpg"]),
+                    (2, ["run-2-download-report.csv", "run-2-page.md", "run-2-step-001.jpg"]),
+                    (12, ["run-12-console.jsonl"])], "a page's file name never passes for a run's"
+    links = {a.name: a for a in folder.list()}
+    assert links["run-2-step-001.jpg"].url == f"/v1/jobs/{folder.job_id}/artifacts/run-2-step-001.jpg"
+    assert links["run-2-page.md"].content_type == links["page.md"].content_type == "text/markdown"
+    inline_ok = {n: serving_headers(n, 1)["Content-Disposition"].startswith("inline")
+                 for n in ("step-001.jpg", "run-2-step-001.jpg", "run-2-page.html", "run-x-step-001.jpg",
+                           "download-step-1.jpg")}
+    assert inline_ok == {"step-001.jpg": True, "run-2-step-001.jpg": True, "run-2-page.html": False,
+                         "run-x-step-001.jpg": False, "download-step-1.jpg": False}
+
+
+def test_a_follow_ups_large_result_does_not_overwrite_the_first_runs(artifacts: ArtifactStore) -> None:
+    folder = artifacts.job(new_id())
+    first = offload(JobResult(status=JobStatus.succeeded, final_answer="a" * 2000), folder, 1024)
+    second = offload(JobResult(status=JobStatus.succeeded, final_answer="b" * 2000), folder, 1024, run=2)
+    assert second.result_artifact == f"/v1/jobs/{folder.job_id}/artifacts/run-2-result.json"
+    assert [a.name for a in second.artifacts] == ["run-2-result.json"] and second.artifacts[0].run == 2
+    assert inline(first, folder).final_answer == "a" * 2000 and inline(second, folder).final_answer == "b" * 2000
 
 
 async def test_the_reconciler_deletes_the_folders_of_expired_jobs_only(server: RedisServer, tmp_path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import urllib.request
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from daemon.client import AsyncClient, Client, RequestRefused
@@ -60,7 +62,7 @@ def test_a_failing_job_keeps_screenshots_page_and_console_and_serves_them(deploy
     status, listing = deploy.call("GET", f"/v1/jobs/{job['id']}/artifacts")
     assert status == 200
     names = [a["name"] for a in listing]
-    assert names == ["console.jsonl", "network.jsonl", "page.html", "page.txt", "step-001.jpg", "step-002.jpg"]
+    assert names == ["console.jsonl", "network.jsonl", "page.html", "page.md", "step-001.jpg", "step-002.jpg"]
     assert listing == job["result"]["artifacts"], "the result links the same files"
     assert [s["screenshot"] for s in job["result"]["steps"]] == [
         f"/v1/jobs/{job['id']}/artifacts/step-00{n}.jpg" for n in (1, 2)]
@@ -160,6 +162,62 @@ def test_downloads_are_listed_served_and_saved_by_the_cli(deploy: Stack, downloa
     listing = subprocess.run([sys.executable, "-m", "daemon", "artifacts", job["id"]], env=deploy.env, cwd=ROOT,
                              capture_output=True, text=True, timeout=90)
     assert listing.returncode == 0 and "download-report.csv\t24\ttext/csv" in listing.stdout
+
+
+def test_a_follow_up_run_keeps_its_own_files_next_to_the_first_runs(deploy: Stack, site: StaticServer,
+                                                                     llm: LLMServer, tmp_path: Path) -> None:
+    keep = {"screenshots": "every_step", "page": "always", "logs": "always"}
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="first"))
+    llm.add(NAVIGATOR, act({"wait": {"seconds": 0}}), act({"done": {"text": "first", "success": True}}))
+    job = finished(deploy, {"task": "read the order status", "start_url": site.url("agent/artifacts.html"),
+                            "artifacts": keep, "options": {"keep_session": 60}})
+    job_id, base = job["id"], f"/v1/jobs/{job['id']}/artifacts/"
+    assert job["state"] == "succeeded" and job["session"] == "kept", job
+    _, _, first_shot = fetch(deploy, base + "step-001.jpg")
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="second"))
+    llm.add(NAVIGATOR, act({"go_to_url": {"url": site.url("cdp/basic.html")}}),
+            act({"done": {"text": "second", "success": True}}))
+    status, accepted = deploy.call("POST", f"/v1/jobs/{job_id}/follow-up", {"task": "open the basic page"})
+    assert status == 202 and accepted["run"] == 2, accepted
+    done = deploy.wait_state(job_id, FINISHED, timeout=120)
+    assert done["state"] == "succeeded", done["error"]
+
+    first, second = (run["result"] for run in done["runs"])
+    first_names, second_names = [a["name"] for a in first["artifacts"]], [a["name"] for a in second["artifacts"]]
+    assert {"step-001.jpg", "step-002.jpg", "page.html", "page.md", "console.jsonl"} <= set(first_names)
+    assert {"run-2-step-001.jpg", "run-2-step-002.jpg", "run-2-page.html", "run-2-page.md"} <= set(second_names)
+    assert all(n.startswith("run-2-") for n in second_names), "each run's result lists only its own files"
+    assert {a["run"] for a in first["artifacts"]} == {1} and {a["run"] for a in second["artifacts"]} == {2}
+    assert done["result"]["artifacts"] == second["artifacts"], "the job's result is the latest run's"
+    status, listing = deploy.call("GET", base[:-1])
+    assert status == 200 and listing == sorted(first["artifacts"] + second["artifacts"], key=lambda a: a["name"])
+    status, _, shot = fetch(deploy, base + "step-001.jpg")
+    assert status == 200 and shot == first_shot, "the follow-up did not overwrite the first run's screenshot"
+    status, headers, shot = fetch(deploy, base + "run-2-step-001.jpg")
+    assert status == 200 and headers["content-disposition"].startswith("inline") and shot[:3] == b"\xff\xd8\xff"
+    assert fetch(deploy, base + "page.md")[2].startswith(b"# Order status")
+    assert fetch(deploy, base + "run-2-page.md")[2].startswith(b"# Hello from the fixture")
+    links = [step["screenshot"] for kind, step in deploy.events(job_id) if kind == "step"]
+    assert [s["screenshot"] for s in first["steps"] + second["steps"]] == links
+    assert base + "step-001.jpg" in links and base + "run-2-step-001.jpg" in links
+
+    with httpx.Client(base_url=deploy.url, headers={"Origin": deploy.url}, timeout=30) as web:
+        assert web.post("/ui/login", data={"token": TOKEN, "next": "/ui/"}, follow_redirects=False).status_code == 303
+        page = web.get(f"/ui/jobs/{job_id}").text
+        assert web.get(f"/ui/jobs/{job_id}/artifacts/run-2-step-001.jpg").content == shot
+    sections = dict(re.findall(r'id="artifacts-run-(\d)">(.*?)</div>', page, re.S))
+    assert set(sections) == {"1", "2"} and "<h3>Run 2</h3>" in sections["2"]
+    assert 'src="/ui/jobs/%s/artifacts/step-001.jpg"' % job_id in sections["1"] and "run-2-" not in sections["1"]
+    assert 'src="/ui/jobs/%s/artifacts/run-2-step-001.jpg"' % job_id in sections["2"]
+
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "daemon", "artifacts", job_id, "--out", str(out)], env=deploy.env,
+                         cwd=ROOT, capture_output=True, text=True, timeout=90)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in out.iterdir()) == [a["name"] for a in listing]
+    assert (out / "step-001.jpg").read_bytes() == first_shot and (out / "run-2-step-001.jpg").read_bytes() == shot
+    status, body = deploy.call("POST", f"/v1/jobs/{job_id}/cancel")
+    assert status == 202 and body["session"] == "closed", body
 
 
 def test_path_traversal_is_refused(deploy: Stack, site: StaticServer) -> None:

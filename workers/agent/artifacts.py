@@ -5,10 +5,14 @@
   asks the model; before its first action) and stored, and the step's event links to one;
   ``on_failure`` ones are taken each step too but held in memory (the last ``MAX_HELD``) and
   stored only if the job does not succeed.
-* The final page (HTML and its text), the console log and failed requests (``journal``) are
-  read when the job ends, together within ``CAPTURE_SECONDS`` (a page spinning in a script must not
-  hold the worker).
+* The final page (its HTML, and its text as markdown: ``page.md``, the same conversion the
+  ``extract_content`` action reads, ``PageState.text``), the console log and failed requests
+  (``journal``) are read when the job ends, together within ``CAPTURE_SECONDS`` (a page spinning
+  in a script must not hold the worker).
 * Downloads are copied from the job's download folder into the store as ``download-<name>``.
+
+A job kept open for follow-ups runs several times in one session: each run (``begin_run``) keeps
+its own files, a follow-up's named ``run-N-...`` (``run_name``), and its result lists only its own.
 
 Text artifacts (logs, HTML, page text) are scrubbed of the job's secrets like its records; a
 screenshot is an image of the user's page, kept as it is (README, security notes). Nothing that
@@ -20,27 +24,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import cdp
+import dom
 from config import Settings
 from workers.agent.journal import Journal
 from workers.agent.secrets import Secrets
-from workers.jobs.artifacts import JobArtifacts, link_path, name_from
+from workers.jobs.artifacts import JobArtifacts, link_path, name_from, run_name
 from workers.jobs.models import ArtifactLink, ArtifactOptions, JobResult, JobStatus, KeepPolicy, StepRecord
 
 log = logging.getLogger("browserd.agent.artifacts")
+T = TypeVar("T")
 
 MAX_HELD = 50  # on_failure screenshots held per job (the last ones: what led to the failure)
 SHOT_SECONDS = 2.0  # one screenshot; a page that cannot paint in this time gets none
-CAPTURE_SECONDS = 2.0  # the final page's HTML and text and the tabs' logs, together
+CAPTURE_SECONDS = 2.0  # the final page's HTML and markdown and the tabs' logs, together
 MAX_HTML = 5 * 1024 * 1024  # characters of the final page's HTML kept
+MAX_MARKDOWN = 5 * 1024 * 1024  # characters of its markdown kept
 SCALED = 0.5  # the scale of a second attempt at a screenshot that was too large
 SCALED_QUALITY = 40
 
 _HTML = f"(() => {{ const h = document.documentElement ? document.documentElement.outerHTML : ''; " \
         f"return h.length > {MAX_HTML} ? h.slice(0, {MAX_HTML}) : h; }})()"
-_TEXT = "document.body ? document.body.innerText : ''"
 
 
 class ArtifactRecorder:
@@ -52,13 +59,24 @@ class ArtifactRecorder:
         self.options = options
         self.settings = settings
         self.secrets = secrets
-        self.journal = Journal() if folder is not None and options.logs != "off" else None
-        self.links: list[ArtifactLink] = []
-        self.download_links: dict[str, str] = {}  # download guid -> API path of its stored copy
+        self.journal: Journal | None = None
+        self.run = 1
+        self.links: list[ArtifactLink] = []  # this run's files
+        self.download_links: dict[str, str] = {}  # download guid -> API path of its stored copy (every run's)
         self._held: OrderedDict[str, tuple[StepRecord, bytes]] = OrderedDict()
         self._page: Callable[[], cdp.Page] | None = None
         self._tabs: Callable[[], list[cdp.Page]] = list
         self._pending: set[asyncio.Task[None]] = set()
+        self.begin_run(1)
+
+    def begin_run(self, run: int) -> None:
+        """Start run ``run`` of the job (1, then each follow-up's): its files get its own names and
+        its result lists only them."""
+        self.run = run
+        self.links = []
+        self._held.clear()
+        keeps_logs = self.folder is not None and self.options.logs != "off"
+        self.journal = Journal() if keeps_logs else None
 
     def follow(self, current: Callable[[], cdp.Page], tabs: Callable[[], list[cdp.Page]]) -> None:
         """How to find the tab to capture (the job's current tab, whichever it is then) and the
@@ -73,7 +91,7 @@ class ArtifactRecorder:
         link is in the step at once (every_step): the step's event carries it."""
         if self.folder is None or self.options.screenshots == "off" or self._page is None:
             return
-        name = f"step-{step.step:03d}.jpg"
+        name = run_name(self.run, f"step-{step.step:03d}.jpg")
         if self.options.screenshots == "every_step":
             step.screenshot = link_path(self.folder.job_id, name)
         task = asyncio.get_running_loop().create_task(self._keep_screenshot(step, name, self._page))
@@ -135,9 +153,9 @@ class ArtifactRecorder:
             for kind in ("console", "network"):
                 lines = self.journal.lines(kind)
                 if lines:
-                    await self._put(f"{kind}.jsonl", self.secrets.scrub(lines).encode())
-        for item in downloads:
-            if item.state == "completed" and item.path is not None:
+                    await self._put(run_name(self.run, f"{kind}.jsonl"), self.secrets.scrub(lines).encode())
+        for item in downloads:  # the session's: an earlier run's are stored already
+            if item.state == "completed" and item.path is not None and item.guid not in self.download_links:
                 await self._put_download(item)
         result.artifacts = sorted(self.links, key=lambda link: link.name)
 
@@ -150,22 +168,19 @@ class ArtifactRecorder:
             log.info("console log incomplete: %s: %s", type(exc).__name__, exc)
 
     async def _final_page(self, current: Callable[[], cdp.Page], deadline: float) -> None:
-        try:
-            async with asyncio.timeout_at(deadline):
-                page = current()
-                html = await page.evaluate(_HTML)
-                text = await page.evaluate(_TEXT)
-        except (cdp.CDPException, TimeoutError) as exc:
-            log.info("final page not kept: %s: %s", type(exc).__name__, exc)
-            return
+        """``page.html`` and ``page.md``: the markdown is the page's rendered text as the agent's
+        ``extract_content`` reads it (``PageState.text``: every frame, headings, lists and links).
+        Each is kept if it could be read in time, the HTML first."""
+        html = await _before(deadline, lambda: current().evaluate(_HTML))
         if isinstance(html, str) and html:
-            await self._put("page.html", self.secrets.scrub(html).encode())
-        if isinstance(text, str):
-            await self._put("page.txt", self.secrets.scrub(text).encode())
+            await self._put(run_name(self.run, "page.html"), self.secrets.scrub(html).encode())
+        state = await _before(deadline, lambda: dom.capture(current()))
+        if state is not None:
+            await self._put(run_name(self.run, "page.md"), self.secrets.scrub(state.text()[:MAX_MARKDOWN]).encode())
 
     async def _put_download(self, item: cdp.Download) -> None:
         assert self.folder is not None and item.path is not None
-        name = name_from(item.name, "download-")
+        name = name_from(item.name, run_name(self.run, "download-"))
         try:
             link = await asyncio.to_thread(self.folder.put_file, name, str(item.path))
         except Exception as exc:  # any filesystem's error: the job's result just lacks the copy
@@ -183,6 +198,16 @@ class ArtifactRecorder:
             return None
         self.links = [*(a for a in self.links if a.name != name), link]
         return link
+
+
+async def _before(deadline: float, read: Callable[[], Awaitable[T]]) -> T | None:
+    """What ``read()`` reads of the final page by ``deadline``; None (logged) if it could not."""
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await read()
+    except (cdp.CDPException, TimeoutError) as exc:
+        log.info("final page not kept whole: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 def _keeps(policy: KeepPolicy, failed: bool) -> bool:

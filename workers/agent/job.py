@@ -151,6 +151,7 @@ class JobSession:
         if self.runs and (task is None or not self.usable):
             raise RuntimeError("a follow-up needs a task and a session whose first run prepared its browser")
         self.runs += 1
+        self.recorder.begin_run(self.runs)
         started_at, started = datetime.now(UTC), time.monotonic()
         steps = StepLog(_screenshots_then(self.recorder, on_step), self.hidden)
         events = _events(self.spec, self.settings, on_event)

@@ -1,8 +1,11 @@
 """The artifact store: files jobs leave behind, in one fsspec filesystem the workers and the API share.
 
 Each job has a folder ``{BROWSERD_ARTIFACTS_URL}/jobs/{job_id}/`` of flat files with safe names
-(``step-003.jpg``, ``page.html``, ``console.jsonl``, ``download-report.pdf``, ``data.json``): a
-worker on any host writes them, the API on any host lists and streams them. Names are checked on
+(``step-003.jpg``, ``page.html``, ``page.md``, ``console.jsonl``, ``download-report.pdf``,
+``result.json``): a worker on any host writes them, the API on any host lists and streams them.
+A job kept open for follow-ups (``options.keep_session``) runs several times in one session, each
+run numbering its steps from 1: the first run's files have the names above, run N's the same
+names after ``run-N-`` (``run-2-step-001.jpg``), so no run overwrites another's (``run_name``). Names are checked on
 every access (``safe_name``), so no request can reach outside a job's folder. A job's folder is
 deleted by the reconciler when its record expires (``BROWSERD_RESULT_TTL``).
 
@@ -32,6 +35,11 @@ log = logging.getLogger("browserd.artifacts")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 """A letter or digit first (never ``.`` or ``..``), no slash: a name cannot leave its folder."""
 RESULT_FILE = "result.json"
+RUN_PREFIX = re.compile(r"^run-([1-9][0-9]*)-")
+"""What names a file of a job's run after the first (``run-2-page.html``); browserd's own names
+never start so (a download's is ``download-...``)."""
+SCREENSHOT = re.compile(r"^(?:run-[1-9][0-9]*-)?step-[0-9]+\.jpg$")
+"""A step's screenshot, of any run (the only artifacts served inline)."""
 HEAVY_FIELDS = ("final_answer", "data", "steps")  # what a large result moves out of its record
 CHUNK = 256 * 1024
 _TYPES = {".jsonl": "application/x-ndjson", ".md": "text/markdown", ".txt": "text/plain; charset=utf-8",
@@ -73,6 +81,30 @@ def name_from(text: str, prefix: str = "") -> str:
 def content_type(name: str) -> str:
     suffix = name[name.rfind("."):].lower() if "." in name else ""
     return _TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def run_name(run: int, name: str) -> str:
+    """The name run ``run`` of a job gives its file ``name``: the first run's as it is, a follow-up's
+    after ``run-N-`` (its steps are numbered from 1 again and must not overwrite the first run's)."""
+    return name if run <= 1 else f"run-{run}-{name}"
+
+
+def run_of(name: str) -> int:
+    """Which run of its job left the file ``name`` (``run_name`` read back)."""
+    found = RUN_PREFIX.match(name)
+    return int(found.group(1)) if found else 1
+
+
+def is_screenshot(name: str) -> bool:
+    return SCREENSHOT.fullmatch(name) is not None
+
+
+def by_run(links: list[ArtifactLink]) -> list[tuple[int, list[ArtifactLink]]]:
+    """``links`` grouped by the run that left them, first run first (a console shows each under its run)."""
+    runs: dict[int, list[ArtifactLink]] = {}
+    for link in links:
+        runs.setdefault(link.run, []).append(link)
+    return sorted(runs.items())
 
 
 def link_path(job_id: str, name: str) -> str:
@@ -131,7 +163,8 @@ class JobArtifacts:
         return f"{self.folder}/{safe_name(name)}"
 
     def link(self, name: str, size: int) -> ArtifactLink:
-        return ArtifactLink(name=name, size=size, content_type=content_type(name), url=link_path(self.job_id, name))
+        return ArtifactLink(name=name, size=size, content_type=content_type(name), url=link_path(self.job_id, name),
+                            run=run_of(name))
 
     def put(self, name: str, data: bytes) -> ArtifactLink:
         path = self.path(name)
@@ -195,26 +228,33 @@ class JobArtifacts:
 
 # --- large results: offloaded from the record, filled in again when read --------------------
 
-def offload(result: JobResult, folder: JobArtifacts, limit: int) -> JobResult:
-    """``result`` with its final answer, data and steps moved to ``result.json`` when, as JSON,
-    they pass ``limit`` bytes: the record keeps the rest (status, error, totals, downloads,
-    artifacts) and a link, ``result_artifact``. Steps go too: a planner's final answer is in them."""
+def offload(result: JobResult, folder: JobArtifacts, limit: int, run: int = 1) -> JobResult:
+    """``result`` with its final answer, data and steps moved to ``result.json`` (run ``run``'s:
+    ``run_name``) when, as JSON, they pass ``limit`` bytes: the record keeps the rest (status,
+    error, totals, downloads, artifacts) and a link, ``result_artifact``. Steps go too: a planner's
+    final answer is in them."""
     heavy = result.model_dump(mode="json", include=set(HEAVY_FIELDS))
     payload = json.dumps(heavy, ensure_ascii=False).encode()
     if len(payload) <= limit:
         return result
-    link = folder.put(RESULT_FILE, payload)
-    log.info("job %s: result of %d bytes stored as %s", folder.job_id, link.size, RESULT_FILE)
+    name = run_name(run, RESULT_FILE)
+    link = folder.put(name, payload)
+    log.info("job %s: result of %d bytes stored as %s", folder.job_id, link.size, name)
     return result.model_copy(update={"final_answer": None, "data": None, "steps": [], "result_artifact": link.url,
-                                     "artifacts": sorted([*(a for a in result.artifacts if a.name != RESULT_FILE), link],
+                                     "artifacts": sorted([*(a for a in result.artifacts if a.name != name), link],
                                                         key=lambda a: a.name)})
+
+
+def offloaded_name(result_artifact: str) -> str:
+    """The file an offloaded result is in (its run's ``result.json``), from its link."""
+    return safe_name(result_artifact.rsplit("/", 1)[-1])
 
 
 def inline(result: JobResult, folder: JobArtifacts) -> JobResult:
     """``result`` with an offloaded final answer, data and steps read back in (``result_artifact`` stays)."""
     if result.result_artifact is None:
         return result
-    stored = json.loads(folder.read(RESULT_FILE))
+    stored = json.loads(folder.read(offloaded_name(result.result_artifact)))
     return JobResult.model_validate({**result.model_dump(mode="json"), **stored})
 
 
@@ -227,7 +267,7 @@ def serving_headers(name: str, size: int) -> dict[str, str]:
     """Headers under which any browserd server hands out an artifact. Artifacts are untrusted page
     content (a page's HTML, a file it offered): only JPEG screenshots are shown inline; everything
     else is an attachment, and nothing may run or be sniffed into something that runs."""
-    inline_ok = name.endswith(".jpg") and name.startswith("step-")
+    inline_ok = is_screenshot(name)
     return {
         "Content-Length": str(size),
         "Content-Disposition": f'{"inline" if inline_ok else "attachment"}; filename="{name}"',

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 import workers.jobs.lua as lua
-from workers.jobs.artifacts import RESULT_FILE, ArtifactError, ArtifactStore
+from workers.jobs.artifacts import ArtifactError, ArtifactStore, offloaded_name
 from workers.jobs.keys import is_id, new_id
 from workers.jobs.models import JobStatus
 from workers.jobs.store import JobStore
@@ -196,7 +196,7 @@ class BatchStore:
             for job_id, (state, result, error, category, labels) in zip(chunk, rows):
                 line = result_line(job_id, state, result, error, category, labels)
                 if artifacts is not None and line.result_artifact is not None:
-                    line = await _inlined(line, artifacts)
+                    line = await _inlined(line, artifacts, line.result_artifact)
                 yield line
 
     async def recent(self, limit: int = 50, before: float | None = None) -> list[BatchRecord]:
@@ -249,10 +249,10 @@ def result_line(job_id: str, state: str | None, result: str | None, error: str |
     )
 
 
-async def _inlined(line: ResultLine, artifacts: ArtifactStore) -> ResultLine:
-    """``line`` with the final answer and data of its job's ``result.json`` (as it was, if that is gone)."""
+async def _inlined(line: ResultLine, artifacts: ArtifactStore, link: str) -> ResultLine:
+    """``line`` with the final answer and data of its job's ``result.json`` at ``link`` (as it was, if that is gone)."""
     try:
-        stored = json.loads(await asyncio.to_thread(artifacts.job(line.id).read, RESULT_FILE))
+        stored = json.loads(await asyncio.to_thread(artifacts.job(line.id).read, offloaded_name(link)))
     except ArtifactError:
         return line
     return line.model_copy(update={"final_answer": stored.get("final_answer"), "data": stored.get("data")})

@@ -180,7 +180,8 @@ class ArtifactOptions(BaseModel):
         "on_failure", description="A JPEG per step: every_step (stored and linked as each step ends), "
         "on_failure (taken each step, stored only if the job does not succeed), or off.")
     page: KeepPolicy = Field(
-        "on_failure", description="The final page's HTML (page.html) and its text (page.txt): always, on_failure, off.")
+        "on_failure", description="The final page's HTML (page.html) and its text as markdown (page.md): "
+        "always, on_failure, off.")
     logs: KeepPolicy = Field(
         "on_failure", description="The pages' console log (console.jsonl) and failed requests (network.jsonl): "
         "always, on_failure, off.")
@@ -378,6 +379,8 @@ class ArtifactLink(BaseModel):
     size: int
     content_type: str
     url: str
+    run: int = Field(1, description="The run of the job that left it: 1, or a follow-up's number "
+                     "(options.keep_session), whose files are named run-N-... (run-2-step-001.jpg).")
 
 
 class NavigatorBrain(BaseModel):

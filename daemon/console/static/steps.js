@@ -129,7 +129,7 @@
   // served by the console under the page's own path, with the same session.
   function screenshot(path) {
     const name = String(path || "").split("/").pop();
-    if (!/^step-[0-9]+\.jpg$/.test(name)) return null;
+    if (!/^(run-[1-9][0-9]*-)?step-[0-9]+\.jpg$/.test(name)) return null;  // SCREENSHOT in workers/jobs/artifacts.py
     const url = location.pathname.replace(/\/$/, "") + "/artifacts/" + name;
     const link = el("a", "shot");
     link.href = url;
@@ -159,7 +159,7 @@
     source.addEventListener("step", function (e) { list.appendChild(step(JSON.parse(e.data))); });
     source.addEventListener("state", function (e) {
       const data = JSON.parse(e.data);
-      list.appendChild(el("li", "state-change state-" + data.state, "→ " + data.state + (data.attempt ? " (attempt " + data.attempt + ")" : "")));
+      list.appendChild(el("li", "state-change state-" + data.state, "→ " + data.state + (data.attempt ? " (attempt " + data.attempt + ")" : "") + (data.run ? " (run " + data.run + ")" : "")));
       refresh();
     });
     source.addEventListener("cancel_requested", function () {
