@@ -17,9 +17,11 @@ and the bad ``fields``), ``ApiUnreachable`` when it could not be reached at all.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +31,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from config import Settings, load_settings
-from workers.jobs import BatchRecord, JobEvent, JobRecord
+from workers.jobs import FINAL_STATES, BatchRecord, JobEvent, JobRecord
 from workers.jobs.batches import ResultLine
 from workers.jobs.models import ArtifactLink
 from workers.jobs.profiles import ProfileInfo, StorageState
@@ -46,6 +48,7 @@ SESSION_COMMAND_TIMEOUT = COMMAND_WAIT + 15.0  # ... and COMMAND_WAIT for a comm
 RECONNECT_PAUSE = 1.0
 RECONNECT_MAX = 30.0
 RETRY_STATUSES = (502, 503, 504)  # a proxy or the API restarting: the job is still there
+END_EVENT = "end"  # the type of the event that closes a job's stream
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -235,6 +238,10 @@ class Calls:
     def delete_recipe(name: str) -> Call:
         return Call("DELETE", f"/v1/recipes/{_q(name)}")
 
+    @staticmethod
+    def readyz() -> Call:
+        return Call("GET", "/readyz", answer=dict[str, Any])
+
 
 class SessionCalls:
     """The interactive session calls (``/v1/sessions``), described once for both clients."""
@@ -311,6 +318,63 @@ class SseParser:
         return None
 
 
+def is_final(record: JobRecord) -> bool:
+    """The kernel's rule (``FINAL_STATES``), so a client never stops following a job the workers still run."""
+    return record.state in FINAL_STATES
+
+
+def live_count(readyz: dict[str, Any] | None) -> int:
+    """``/readyz``'s worker count; an API that is not ready (no worker, Redis down) counts none."""
+    return int((readyz or {}).get("workers") or 0)
+
+
+def result_line(raw: str) -> ResultLine:
+    return ResultLine.model_validate_json(raw)
+
+
+def artifact_target(folder: str | Path, name: str) -> Path:
+    """Where ``save_artifacts`` writes artifact ``name``: in ``folder`` (created), never outside it."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    return out / Path(name).name
+
+
+RETRYABLE = (httpx.TransportError, ApiUnreachable, RequestRefused)  # what ``Reconnect.failed`` may forgive
+
+
+class Reconnect:
+    """How ``follow`` resumes a job's event stream, one rule for both clients (only how they sleep
+    differs): always from the last event id seen (``Last-Event-ID``); ``RECONNECT_PAUSE`` after a
+    stream that ended before the job was final; after a failure to reach the API a pause that
+    doubles up to ``RECONNECT_MAX``, back to the start once events flow again."""
+
+    def __init__(self, after: str | None) -> None:
+        self.last, self.delay = after, RECONNECT_PAUSE
+
+    def passes(self, event: JobEvent) -> bool:
+        """True for an event to hand on (its id is where to resume); False for the stream's end."""
+        if event.type == END_EVENT:
+            return False
+        self.last, self.delay = event.id or self.last, RECONNECT_PAUSE
+        return True
+
+    def ended(self, record: JobRecord) -> float | None:
+        """After a stream closed: None when the job is final, else the pause before resuming it."""
+        return None if is_final(record) else RECONNECT_PAUSE
+
+    def failed(self, exc: Exception) -> float:
+        """The pause before trying again; re-raises a refusal that retrying cannot change."""
+        if isinstance(exc, RequestRefused) and exc.status not in RETRY_STATUSES:
+            raise exc
+        pause, self.delay = self.delay, min(self.delay * 2, RECONNECT_MAX)
+        return pause
+
+
+def unreachable(base_url: str, exc: Exception) -> ApiUnreachable:
+    return ApiUnreachable(f"cannot reach the API at {base_url}: {exc}; is 'browserd serve' running, "
+                          "and is BROWSERD_API_URL right?")
+
+
 def _headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
@@ -344,8 +408,7 @@ class Client:
         try:
             response = self.http.send(call.build(self.http, self.timeout), stream=stream)
         except httpx.TransportError as exc:
-            raise ApiUnreachable(f"cannot reach the API at {self.base_url}: {exc}; is 'browserd serve' running, "
-                                 "and is BROWSERD_API_URL right?") from None
+            raise unreachable(self.base_url, exc) from None
         if response.is_error:
             raw = response.read()
             response.close()
@@ -376,20 +439,16 @@ class Client:
 
     def save_artifacts(self, job_id: str, folder: str | Path) -> list[Path]:
         """Download every artifact of the job into ``folder`` (created if needed), streamed to disk."""
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
         saved = []
         for link in self.artifacts(job_id):
-            target = out / Path(link.name).name
-            response = self._send(Calls.artifact(job_id, link.name), stream=True)
-            try:
-                with open(target, "wb") as fh:
-                    for chunk in response.iter_bytes():
-                        fh.write(chunk)
-            finally:
-                response.close()
+            target = artifact_target(folder, link.name)
+            with closing(self._send(Calls.artifact(job_id, link.name), stream=True)) as response, \
+                    open(target, "wb") as fh:
+                for chunk in response.iter_bytes():
+                    fh.write(chunk)
             saved.append(target)
         return saved
+
     def pause(self, job_id: str) -> JobRecord:
         """Stop a running job before its next step; it keeps its browser until resumed (or its pause limit)."""
         return self._call(Calls.steer(job_id, "pause"))
@@ -416,7 +475,7 @@ class Client:
                 event = parser.feed(line)
                 if event is not None:
                     yield event
-                    if event.type == "end":
+                    if event.type == END_EVENT:
                         return
         finally:
             response.close()
@@ -426,23 +485,16 @@ class Client:
         silent: a stream that breaks or times out is resumed from the last event seen
         (``Last-Event-ID``), and an API that cannot be reached (or answers 502/503/504 while it
         restarts) is tried again with backoff."""
-        last: str | None = after
-        delay = RECONNECT_PAUSE
+        policy = Reconnect(after)
         while True:
             try:
-                for event in self.events(job_id, last_event_id=last):
-                    if event.type == "end":
-                        break
-                    last, delay = event.id or last, RECONNECT_PAUSE
-                    yield event
-                if self.get(job_id).state.finished:
+                with closing(self.events(job_id, last_event_id=policy.last)) as stream:
+                    yield from (event for event in stream if policy.passes(event))
+                if (pause := policy.ended(self.get(job_id))) is None:
                     return
-                time.sleep(RECONNECT_PAUSE)  # the stream ended early: resume it after a breath
-            except (httpx.TransportError, ApiUnreachable, RequestRefused) as exc:
-                if isinstance(exc, RequestRefused) and exc.status not in RETRY_STATUSES:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, RECONNECT_MAX)
+            except RETRYABLE as exc:
+                pause = policy.failed(exc)
+            time.sleep(pause)
 
     def wait(self, job_id: str, after: str | None = None) -> JobRecord:
         """Block until the job is final (``succeeded``, ``failed`` or ``cancelled``); returns its record.
@@ -472,14 +524,14 @@ class Client:
     def live_workers(self) -> int:
         """Workers whose heartbeat is fresh (0 when none is, or Redis is down: ``/readyz``)."""
         try:
-            return int(self._send(Call("GET", "/readyz")).json().get("workers") or 0)
+            return live_count(self._call(Calls.readyz()))
         except RequestRefused:
             return 0
 
     def results(self, batch_id: str) -> Iterator[ResultLine]:
         """One line per job, in submission order."""
         for raw in self.result_lines(batch_id):
-            yield ResultLine.model_validate_json(raw)
+            yield result_line(raw)
 
     def result_lines(self, batch_id: str) -> Iterator[str]:
         """The results as the API sends them: JSON text, one job per line."""
@@ -583,8 +635,10 @@ class Client:
 
 
 class AsyncClient:
-    """The asyncio client: the same calls as ``Client``, awaited. ``transport`` reaches an API in
-    process (``httpx.ASGITransport(app)``, as the MCP server mounted on the API does)."""
+    """The asyncio client: every method of ``Client``, with the same meaning, awaited (and async
+    iterators where ``Client`` returns iterators); the calls, parsing and retry rules are the shared
+    ones above. ``transport`` reaches an API in process (``httpx.ASGITransport(app)``, as the MCP
+    server mounted on the API does)."""
 
     def __init__(self, base_url: str | None = None, token: str | None = None, timeout: float = 30.0, *,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
@@ -606,7 +660,7 @@ class AsyncClient:
         try:
             response = await self.http.send(call.build(self.http, self.timeout), stream=stream)
         except httpx.TransportError as exc:
-            raise ApiUnreachable(f"cannot reach the API at {self.base_url}: {exc}") from None
+            raise unreachable(self.base_url, exc) from None
         if response.is_error:
             raw = await response.aread()
             await response.aclose()
@@ -631,6 +685,18 @@ class AsyncClient:
 
     async def artifact(self, job_id: str, name: str) -> bytes:
         return (await self._send(Calls.artifact(job_id, name))).content
+
+    async def save_artifacts(self, job_id: str, folder: str | Path) -> list[Path]:
+        saved = []
+        for link in await self.artifacts(job_id):
+            target = artifact_target(folder, link.name)
+            async with aclosing(await self._send(Calls.artifact(job_id, link.name), stream=True)) as response:
+                with open(target, "wb") as fh:
+                    async for chunk in response.aiter_bytes():
+                        fh.write(chunk)
+            saved.append(target)
+        return saved
+
     async def pause(self, job_id: str) -> JobRecord:
         return await self._call(Calls.steer(job_id, "pause"))
 
@@ -653,23 +719,31 @@ class AsyncClient:
                 event = parser.feed(line)
                 if event is not None:
                     yield event
-                    if event.type == "end":
+                    if event.type == END_EVENT:
                         return
         finally:
             await response.aclose()
 
-    async def wait(self, job_id: str, after: str | None = None) -> JobRecord:
-        """Until the job is final, resuming the event stream after any break (from event id ``after``)."""
-        last: str | None = after
+    async def follow(self, job_id: str, after: str | None = None) -> AsyncIterator[JobEvent]:
+        """``Client.follow``: every event until the job is final, across breaks (``Reconnect``)."""
+        policy = Reconnect(after)
         while True:
             try:
-                async for event in self.events(job_id, last_event_id=last):
-                    last = event.id or last
-            except (httpx.TransportError, ApiUnreachable):
+                async with aclosing(self.events(job_id, last_event_id=policy.last)) as stream:
+                    async for event in stream:
+                        if policy.passes(event):
+                            yield event
+                if (pause := policy.ended(await self.get(job_id))) is None:
+                    return
+            except RETRYABLE as exc:
+                pause = policy.failed(exc)
+            await asyncio.sleep(pause)
+
+    async def wait(self, job_id: str, after: str | None = None) -> JobRecord:
+        async with aclosing(self.follow(job_id, after)) as events:
+            async for _ in events:
                 pass
-            record = await self.get(job_id)
-            if record.state.finished:
-                return record
+        return await self.get(job_id)
 
     async def submit_batch(self, jobs: list[BaseModel | dict[str, Any]] | bytes, *,
                            defaults: dict[str, Any] | None = None, webhook_url: str | None = None) -> BatchRecord:
@@ -685,14 +759,30 @@ class AsyncClient:
     async def batches(self, *, limit: int = 50, before: float | None = None) -> list[BatchRecord]:
         return await self._call(Calls.batches(limit, before))
 
+    async def live_workers(self) -> int:
+        try:
+            return live_count(await self._call(Calls.readyz()))
+        except RequestRefused:
+            return 0
+
     async def results(self, batch_id: str) -> AsyncIterator[ResultLine]:
+        async with aclosing(self.result_lines(batch_id)) as lines:
+            async for raw in lines:
+                yield result_line(raw)
+
+    async def result_lines(self, batch_id: str) -> AsyncIterator[str]:
         response = await self._send(Calls.results(batch_id), stream=True)
         try:
             async for line in response.aiter_lines():
                 if line:
-                    yield ResultLine.model_validate_json(line)
+                    yield line
         finally:
             await response.aclose()
+
+    async def wait_batch(self, batch_id: str, interval: float = 1.0) -> BatchRecord:
+        while not (record := await self.batch(batch_id)).finished:
+            await asyncio.sleep(interval)
+        return record
 
     async def schedules(self) -> list[Schedule]:
         return await self._call(Calls.schedules())

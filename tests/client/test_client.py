@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +12,7 @@ from daemon.client import ApiUnreachable, AsyncClient, Client, RequestRefused
 from tests.queue.stack import TOKEN, Stack, script
 from tests.support.servers import StaticServer
 from workers.jobs import JobSpec, JobStatus
+from workers.jobs.batches import ResultLine
 
 
 def test_submit_wait_events_and_list(deploy: Stack, site: StaticServer) -> None:
@@ -77,9 +80,72 @@ def test_the_async_client_does_the_same(deploy: Stack, site: StaticServer) -> No
             job = await browserd.submit({"script": script(site.url("/cdp/basic.html"), waits=0, text="async")})
             done = await browserd.wait(job.id)
             batch = await browserd.submit_batch([{"script": script(site.url("/cdp/basic.html"), waits=0)}])
-            while not (await browserd.batch(batch.id)).finished:
-                await asyncio.sleep(0.3)
+            assert (await browserd.wait_batch(batch.id, interval=0.3)).counts.succeeded == 1
             statuses = [line.status async for line in browserd.results(batch.id)]
             return done.result.final_answer if done.result else "", statuses
 
     assert asyncio.run(scenario()) == ("async", ["succeeded"])
+
+
+def _public(cls: type) -> dict[str, list[tuple[str, object, object]]]:
+    return {name: [(p.name, p.kind, p.default) for p in inspect.signature(member).parameters.values()]
+            for name, member in inspect.getmembers(cls) if not name.startswith("_")}
+
+
+def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
+    assert _public(AsyncClient) == _public(Client)
+    for name in _public(Client):
+        blocking, awaited = getattr(Client, name), getattr(AsyncClient, name)
+        if inspect.isgeneratorfunction(blocking):
+            assert inspect.isasyncgenfunction(awaited), f"AsyncClient.{name} should be an async iterator"
+        else:
+            assert inspect.iscoroutinefunction(awaited), f"AsyncClient.{name} should be awaited"
+
+
+def test_the_async_client_follows_a_job_across_an_api_restart(deploy: Stack, site: StaticServer) -> None:
+    """The API goes away after the first step and comes back: ``follow`` resumes from the last
+    event it saw, so every step arrives once, and ``wait`` then gives the final record."""
+
+    async def scenario() -> tuple[list[str], list[str], str]:
+        async with AsyncClient(deploy.url, TOKEN) as browserd:
+            job = await browserd.submit({"script": script(site.url("/cdp/basic.html"), waits=3, text="back")})
+            ids, kinds, restart = [], [], None
+            async for event in browserd.follow(job.id):
+                ids.append(event.id)
+                kinds.append(event.type)
+                if restart is None and event.type == "step":
+                    assert deploy.api is not None
+                    deploy.api.stop()
+                    restart = asyncio.create_task(asyncio.to_thread(deploy.start_api))
+            assert restart is not None
+            await restart
+            done = await browserd.wait(job.id)
+            return ids, kinds, done.result.final_answer if done.result else str(done.state)
+
+    ids, kinds, answer = asyncio.run(scenario())
+    assert answer == "back"
+    assert len(ids) == len(set(ids)), f"an event came twice: {ids}"
+    assert kinds.count("step") == 5 and "end" not in kinds
+
+
+def test_the_async_client_reads_lines_saves_artifacts_and_counts_workers(deploy: Stack, site: StaticServer,
+                                                                           tmp_path: Path) -> None:
+    texts = ["large " * 12_000, "small"]  # the first answer is above the inline size: stored as an artifact
+
+    async def scenario() -> tuple[list[str], list[str], dict[str, bytes], dict[str, bytes], int]:
+        async with AsyncClient(deploy.url, TOKEN) as browserd:
+            batch = await browserd.submit_batch([{"script": script(site.url("/cdp/basic.html"), waits=0, text=t)}
+                                                 for t in texts])
+            await browserd.wait_batch(batch.id, interval=0.3)
+            lines = [line async for line in browserd.result_lines(batch.id)]
+            answers = [line.final_answer or "" async for line in browserd.results(batch.id)]
+            job_id = ResultLine.model_validate_json(lines[0]).id
+            saved = {path.name: path.read_bytes() for path in await browserd.save_artifacts(job_id, tmp_path / "a")}
+            served = {Path(link.name).name: await browserd.artifact(job_id, link.name)
+                      for link in await browserd.artifacts(job_id)}
+            return lines, answers, saved, served, await browserd.live_workers()
+
+    lines, answers, saved, served, workers = asyncio.run(scenario())
+    assert answers == texts and [ResultLine.model_validate_json(raw).final_answer for raw in lines] == answers
+    assert saved and saved == served
+    assert workers >= 1
