@@ -33,6 +33,7 @@ from workers.agent.messages import CHARS_PER_TOKEN
 from workers.jobs.models import JobSpec, JobStatus
 
 Responder = Callable[[dict[str, Any]], Reply]
+MINIWOB_NETWORK = "127.0.0.1/32"  # where the task pages are served: closed to jobs unless opened
 
 
 def estimate(text: str) -> int:
@@ -58,7 +59,8 @@ async def strategy(name: str, tasks: list[str], pool: BrowserPool, miniwob: Any,
     for task in tasks:
         with LLMServer() as llm:
             llm.responder = costed(HorizonOracle(args.horizon) if name == "rolling_horizon" else oracle)
-            settings = load_settings(llm_base_url=llm.base_url, openai_api_key="bench", job_timeout=120)
+            settings = load_settings(llm_base_url=llm.base_url, openai_api_key="bench", job_timeout=120,
+                                     allowed_networks=[MINIWOB_NETWORK])  # each job opens the pages' address
             options = {"max_steps": args.max_steps, "strategy": name, "horizon": args.horizon}
             async with pool.lease() as lease:
                 utterance = await start_episode(lease, miniwob, task)
@@ -77,7 +79,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     assert HTML is not None, "miniwob is not installed (pip install --no-deps miniwob)"
     with serve(HTML) as miniwob:
         # MiniWoB's pages are served on 127.0.0.1: the egress proxy opens that address, nothing else
-        egress = NetworkPolicy.build(False, ["127.0.0.1/32"])
+        egress = NetworkPolicy.build(False, [MINIWOB_NETWORK])
         async with BrowserPool(PoolConfig(browsers=1, warm=1, egress=egress)) as pool:
             return {name: await strategy(name, tasks, pool, miniwob, args)
                     for name in ("planner_navigator", "rolling_horizon")}
