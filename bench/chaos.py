@@ -44,6 +44,7 @@ FINAL = {"succeeded", "failed", "cancelled"}
 SETTINGS = dict(
     job_timeout=20, visibility_timeout=30, max_attempts=5, metrics_port=0,
     reconcile_interval=2, stale_job_seconds=8, orphan_job_seconds=5, log_level="INFO",
+    webhook_allowed_networks="127.0.0.1/32",  # the bench's webhook receiver listens on loopback
 )
 SETTLE_SECONDS = 300.0  # after the chaos, at most this long for every job, batch and webhook to settle
 
