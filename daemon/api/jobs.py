@@ -14,8 +14,8 @@ from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody, invalid
 from daemon.api.recipes import check_recipes, recipe_store
 import workers.jobs.steering as steering
-from workers.jobs import FollowUpRequest, JobRecord, JobSpec, JobStatus, JobStore, SteerRefused, is_id
-from workers.jobs.artifacts import NoSuchArtifact, ainline
+from workers.jobs import FollowUpRequest, JobRecord, JobResult, JobSpec, JobStatus, JobStore, SteerRefused, is_id
+from workers.jobs.artifacts import JobArtifacts, NoSuchArtifact, ainline
 from workers.jobs.cancelling import cancel_job as cancel_job_in
 from workers.jobs.records import FollowUpAccepted, JobPage, SubmittedJob
 from workers.jobs.specs import check_spec
@@ -54,17 +54,26 @@ async def submit_job(spec: JobSpec, request: Request, response: Response, store:
 @router.get("/jobs/{job_id}", response_model=JobRecord)
 async def get_job(job_id: str, request: Request, store: Store) -> JobRecord:
     """A job's state, attempts, progress and, once finished, its result (a result kept as an
-    artifact because of its size, ``result.result_artifact``, is read back in)."""
+    artifact because of its size, ``result.result_artifact``, is read back in; so is each run's,
+    for a job with follow-ups)."""
     record = await store.get(job_id)
     if record is None:
         raise _not_found(job_id, request.app.state.settings)
-    if record.result is not None and record.result.result_artifact is not None:
-        try:
-            record.result = await ainline(record.result, request.app.state.artifacts.job(job_id))
-        except NoSuchArtifact:
-            raise ApiError(410, "gone", f"job {job_id}'s result was stored as an artifact that no longer exists "
-                           f"({record.result.result_artifact})") from None
+    folder = request.app.state.artifacts.job(job_id)
+    record.result = await _read_back(job_id, record.result, folder)
+    for run in record.runs:
+        run.result = await _read_back(job_id, run.result, folder)
     return record
+
+
+async def _read_back(job_id: str, result: JobResult | None, folder: JobArtifacts) -> JobResult | None:
+    if result is None or result.result_artifact is None:
+        return result
+    try:
+        return await ainline(result, folder)
+    except NoSuchArtifact:
+        raise ApiError(410, "gone", f"job {job_id}'s result was stored as an artifact that no longer exists "
+                       f"({result.result_artifact})") from None
 
 
 @router.post("/jobs/{job_id}/cancel", status_code=202, response_model=JobRecord,
