@@ -25,6 +25,8 @@ log = logging.getLogger("browserd.cdp")
 DownloadState = Literal["in_progress", "completed", "refused"]
 
 _UNSAFE = re.compile(r"[^\w.\- ()+,=@]+")
+PARTIAL_SUFFIX = ".crdownload"  # Chrome's file while a download is in progress, next to its final name
+CANCEL_GRACE = 2.0  # seconds Chrome is given to report a cancelled download's end (and drop its file)
 
 
 @dataclass
@@ -40,6 +42,8 @@ class Download:
     path: Path | None = None
     reason: str | None = None  # why it was refused
     done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    # Chrome reported the end of it (completed or canceled): after a cancel, its partial file is gone
+    ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
     def mime(self) -> str:
@@ -88,6 +92,7 @@ class Downloads:
         self._offs = []
         for item in self.items:
             item.done.set()
+            item.ended.set()
 
     # --- waiting ---------------------------------------------------------------------------
 
@@ -117,9 +122,14 @@ class Downloads:
                 if item.state == "in_progress":
                     await self._refuse(item, f"it did not finish within {timeout:g}s")
         if self.limits.folder is not None:
-            for item in self.items:
-                if item.state == "refused":
-                    self._discard(item)  # Chrome may finish writing a file after its cancel was sent
+            refused = [item for item in self.items if item.state == "refused"]
+            unended = [asyncio.ensure_future(i.ended.wait()) for i in refused if not i.ended.is_set()]
+            if unended:  # Chrome drops (or finishes) its file on its own thread after a cancel
+                _, late = await asyncio.wait(unended, timeout=min(timeout, CANCEL_GRACE))
+                for task in late:
+                    task.cancel()
+            for item in refused:
+                self._discard(item)  # Chrome may finish writing a file after its cancel was sent
 
     # --- events ----------------------------------------------------------------------------
 
@@ -144,6 +154,8 @@ class Downloads:
         item = self._by_guid.get(params.get("guid", ""))
         if item is None:
             return None
+        if params.get("state") in ("completed", "canceled"):
+            item.ended.set()
         if item.state == "refused" and self.limits.folder is not None and params.get("state") != "inProgress":
             self._discard(item)  # it finished while its cancel was on the way
             return None
@@ -174,8 +186,10 @@ class Downloads:
         self._discard(item)
 
     def _discard(self, item: Download) -> None:
-        with contextlib.suppress(OSError):
-            self._partial(item).unlink(missing_ok=True)
+        partial = self._partial(item)
+        for path in (partial, partial.with_name(partial.name + PARTIAL_SUFFIX)):
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
 
     def _partial(self, item: Download) -> Path:
         assert self.limits.folder is not None
