@@ -1,5 +1,5 @@
 """One real stack for the console and MCP tests: redis-server, the API, a worker with Chromium, and
-the scripted model (``model.scripted``)."""
+the scripted model (``model.scripted``); and a redis-server per module for the in-process app."""
 
 from __future__ import annotations
 
@@ -10,6 +10,17 @@ import pytest
 from tests.frontends.model import scripted
 from tests.queue.stack import Stack
 from tests.support.llm_server import LLMServer
+from tests.support.redis_server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A redis-server for one module's in-process console app."""
+    server = RedisServer().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -12,33 +12,13 @@ from fastapi.testclient import TestClient
 from config import load_settings
 from daemon.api import create_app
 from daemon.console.auth import COOKIE
-from tests.support.redis_server import RedisServer
+from tests.frontends.console import ORIGIN, TOKEN, console_client, login
 from workers.jobs.models import JobResult, JobStatus, NavigatorBrain, StepRecord
-
-TOKEN = "console-test-token"
-ORIGIN = "http://127.0.0.1:8080"
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    server = RedisServer().start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
-
 
 @pytest.fixture
 def client(redis_url: str) -> Iterator[TestClient]:
-    app = create_app(load_settings(redis_url=redis_url, api_token=TOKEN, llm_base_url="http://u:llm-pw@127.0.0.1:9/v1"))
-    with TestClient(app, base_url=ORIGIN, follow_redirects=False) as c:
+    with console_client(redis_url, llm_base_url="http://u:llm-pw@127.0.0.1:9/v1") as c:
         yield c
-
-
-def login(c: TestClient) -> str:
-    """Log in through the form; returns the page's CSRF token."""
-    assert c.post("/ui/login", data={"token": TOKEN, "next": "/ui/submit"}).status_code == 303
-    return re.search(r'name="csrf" value="([0-9a-f]+)"', c.get("/ui/submit").text).group(1)
 
 
 def test_pages_need_a_session(client: TestClient) -> None:

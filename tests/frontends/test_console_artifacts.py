@@ -11,9 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cdp import BrowserPool
-from config import load_settings
-from daemon.api import create_app
-from tests.frontends.test_access import ORIGIN, TOKEN, login, redis_url  # noqa: F401  (the module's redis)
+from tests.frontends.console import console_client, login
 from tests.frontends.test_in_browser import until
 from tests.queue.stack import TOKEN as STACK_TOKEN
 from tests.queue.stack import Stack, script
@@ -36,15 +34,14 @@ async def failed_job(url: str) -> str:
 
 
 @pytest.fixture
-def console(redis_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, ArtifactStore]]:  # noqa: F811
+def console(redis_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, ArtifactStore]]:
     url = f"file://{tmp_path}/store"
-    app = create_app(load_settings(redis_url=redis_url, api_token=TOKEN, artifacts_url=url))
-    with TestClient(app, base_url=ORIGIN, follow_redirects=False) as c:
+    with console_client(redis_url, artifacts_url=url) as c:
         yield c, ArtifactStore.open(url)
 
 
 def test_the_job_page_links_artifacts_and_shows_screenshots(console: tuple[TestClient, ArtifactStore],
-                                                            redis_url: str) -> None:  # noqa: F811
+                                                            redis_url: str) -> None:
     client, store = console
     job_id = asyncio.run(failed_job(redis_url))
     folder = store.job(job_id)

@@ -5,37 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import html
-import re
 from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
-from config import load_settings
-from daemon.api import create_app
-from tests.support.redis_server import RedisServer
+from tests.frontends.console import console_client, login
 from workers.jobs import Keys
 from workers.jobs.recipes import Recipe, RecipeStep, RecipeStore
 from workers.jobs.store import connect
 
-TOKEN = "console-recipes-token"
-ORIGIN = "http://127.0.0.1:8080"
 HOSTILE = '<script>alert(1)</script>'
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    server = RedisServer().start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def client(redis_url: str) -> Iterator[TestClient]:
-    app = create_app(load_settings(redis_url=redis_url, api_token=TOKEN))
-    with TestClient(app, base_url=ORIGIN, follow_redirects=False) as c:
+    with console_client(redis_url) as c:
         yield c
 
 
@@ -58,11 +43,6 @@ def search(version: int, button: str) -> Recipe:
              RecipeStep(action="click_element", params={"locator": {"tag": "button", "name": button}})]
     return Recipe(name="shop-search", version=version, task=f'Search the shop for "{{{{query}}}}" {HOSTILE}',
                   start_url="http://127.0.0.1:9/shop", params={"query": "mug"}, steps=steps)
-
-
-def login(c: TestClient) -> str:
-    assert c.post("/ui/login", data={"token": TOKEN, "next": "/ui/recipes"}).status_code == 303
-    return re.search(r'name="csrf" value="([0-9a-f]+)"', c.get("/ui/submit").text).group(1)
 
 
 def test_recipes_are_listed_shown_by_version_and_deleted(client: TestClient, redis_url: str) -> None:
