@@ -28,7 +28,7 @@ from tests.agent.miniwob_oracle import HorizonOracle, oracle
 from tests.agent.test_miniwob import HTML, ORACLE_TASKS, reward, start_episode
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.servers import serve
-from workers.agent import run_job
+from tests.support.jobs import run_job
 from workers.agent.messages import CHARS_PER_TOKEN
 from workers.jobs.models import JobSpec, JobStatus
 

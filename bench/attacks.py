@@ -26,7 +26,7 @@ from cdp.egress import Decision, NetworkPolicy, suffix_resolver
 from config import Settings, get_settings, load_settings
 from tests.support.servers import SITE, RecordingServer, StaticServer, WebSocketRecorder, serve
 from tests.support.sockets import listening_pids
-from workers.agent import run_job
+from tests.support.jobs import run_job
 from workers.jobs.models import JobResult, JobSpec
 
 PAGES = ["127.0.0.1/32"]  # the fixture pages' own address, opened per job like a user would

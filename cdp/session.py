@@ -38,6 +38,7 @@ class CDPSession:
         self.failure: CDPException | None = None
         self._handlers: dict[str, list[EventHandler]] = defaultdict(list)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._on_send: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
         return f"<CDPSession target={self.target_id} session={self.session_id}>"
@@ -47,7 +48,20 @@ class CDPSession:
         return isinstance(self.failure, TargetCrashed)
 
     async def send(self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None) -> dict[str, Any]:
+        for listener in list(self._on_send):
+            listener(method)
         return await self.connection.send_raw(method, params, self.session_id, timeout)
+
+    def on_send(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(method)`` as each command is sent (e.g. to time a job's first command);
+        returns a function that unsubscribes. A listener must not block: it runs before the send."""
+        self._on_send.append(listener)
+
+        def off() -> None:
+            if listener in self._on_send:
+                self._on_send.remove(listener)
+
+        return off
 
     def on(self, event: str, handler: EventHandler) -> Callable[[], None]:
         """Call ``handler(params)`` for every ``event``; returns a function that unsubscribes."""

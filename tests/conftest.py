@@ -16,6 +16,7 @@ import pytest_asyncio
 from cdp import BrowserPool, PoolConfig
 from cdp.egress import NetworkPolicy, suffix_resolver
 from tests.support.procs import RUN_DIR, chrome_pids
+from tests.support.redis_server import RedisServer, redis_server
 from tests.support.servers import StaticServer, serve
 
 # Fixture pages are served from 127.0.0.1, a private network jobs may not reach by default: the
@@ -48,6 +49,13 @@ def site() -> Iterator[StaticServer]:
 def other_site() -> Iterator[StaticServer]:
     """The same files on a second port: a different origin, for cross-origin iframes."""
     with serve(FIXTURES / "site") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    """A private redis-server for the test module that asks for one (free port, stopped after)."""
+    with redis_server() as server:
         yield server
 
 

@@ -23,14 +23,14 @@ from typing import Any
 import cdp
 from config import ConfigError, Settings
 from workers.agent import LLMProviderError, provider_class
-from workers.delivery import Deliveries, Delivered
-from workers.instrument import serve_metrics
+from workers.instrument import PrometheusTelemetry, serve_metrics
 from workers.jobs import JobStore, connect
 from workers.jobs.metrics import instrument_pool
 from workers.jobs.models import JobStatus
 from workers.jobs.queue import default_node_name
 from workers.jobs.reconcile import Reconciler
 from workers.jobs.sessions import SessionStore
+from workers.pipeline import FEATURES, Delivered, DeliveryOutcome, Pipeline, Services, StoreRecords
 from workers.session_host import SessionHost
 
 log = logging.getLogger("browserd.worker")
@@ -72,7 +72,7 @@ class WorkerRuntime:
         self._thread = threading.Thread(target=self._serve, name="browserd-loop", daemon=True)
         self.store: JobStore | None = None
         self.pool: cdp.BrowserPool | None = None
-        self.deliveries: Deliveries | None = None
+        self.pipeline: Pipeline | None = None
         self.sessions: SessionStore | None = None
         self.stopping = False  # a warm shutdown began: open sessions end now instead of when idle
         self._ticker: asyncio.Task[None] | None = None
@@ -109,15 +109,15 @@ class WorkerRuntime:
 
     def run(self, job_id: str, hard: float) -> Delivered:
         """Run one delivery to its end or its hard limit (seconds)."""
-        assert self.deliveries is not None, "WorkerRuntime.start() was not called"
-        future = asyncio.run_coroutine_threadsafe(self.deliveries.deliver(job_id), self.loop)
+        assert self.pipeline is not None, "WorkerRuntime.start() was not called"
+        future = asyncio.run_coroutine_threadsafe(self.pipeline.deliver(job_id), self.loop)
         try:
             return future.result(timeout=hard)
         except concurrent.futures.TimeoutError:
             future.cancel()
             log.error("job %s passed its hard time limit (%gs); abandoned", job_id, hard)
-            self._call(self.deliveries.abandon(job_id, f"the job ignored its time limit and was stopped after {hard:g}s"), 10.0)
-            return Delivered("hard_limit", JobStatus.failed)
+            self._call(self.pipeline.abandon(job_id, hard), 10.0)
+            return Delivered(DeliveryOutcome.hard_limit, JobStatus.failed)
 
     def serve_session(self, session_id: str, hard: float) -> str:
         """Serve one interactive session to its end (or ``hard`` seconds); returns why it ended."""
@@ -148,7 +148,11 @@ class WorkerRuntime:
         self.pool = cdp.BrowserPool(cdp.PoolConfig.from_settings(self.settings))
         await self.pool.start()
         self._unmeter = instrument_pool(self.pool)
-        self.deliveries = Deliveries(self.store, self.pool, self.settings, self.worker_id, stale_after(self.settings))
+        records = StoreRecords(self.store)
+        services = Services(settings=self.settings, records=records, redis=self.store.redis, store=self.store,
+                            keys=self.store.keys, telemetry=PrometheusTelemetry(), worker_id=self.worker_id,
+                            stale_after=stale_after(self.settings))
+        self.pipeline = Pipeline(records, self.pool, services, FEATURES)
         self.sessions = SessionStore(self.store.redis, self.store.keys)
         await self._beat()
         loop = asyncio.get_running_loop()
@@ -169,8 +173,8 @@ class WorkerRuntime:
                 task.cancel()
         if self._unmeter:
             self._unmeter()
-        if self.deliveries:
-            await self.deliveries.close_sessions()
+        if self.pipeline:
+            await self.pipeline.stop()
         if self.pool:
             await self.pool.close()
         if self.store:
@@ -187,31 +191,29 @@ class WorkerRuntime:
             late = loop.time() - before - TICK_SECONDS
             if late > LOOP_LAG_WARNING:
                 log.warning("event loop was blocked for %.2fs: CPU-bound work is delaying this worker's %d jobs",
-                            late, len(self.deliveries.runs) if self.deliveries else 0)
+                            late, len(self.pipeline.runs) if self.pipeline else 0)
             count += 1
             try:
-                await self.deliveries.check_cancels()  # type: ignore[union-attr]
+                await self.pipeline.check_flags()  # type: ignore[union-attr]
                 if count % ticks_per_beat == 0:
                     await self._beat()
             except Exception as exc:  # Redis hiccups must not stop the heartbeat for good
                 log.warning("worker heartbeat failed: %s", exc)
 
     async def _beat(self) -> None:
-        assert self.store is not None and self.deliveries is not None
-        await self.deliveries.heartbeat()
-        await self.store.worker_heartbeat(
-            self.worker_id,
-            {
-                "node": self.node,
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "concurrency": self.settings.worker_concurrency,
-                "running": len(self.deliveries.runs),
-                "sessions": len(self.deliveries.sessions),  # kept for follow-ups (each holds a browser context)
-                "metrics_port": self._metrics.server_port if self._metrics else "",
-            },
-            ttl=HEARTBEAT_SECONDS * 10,
-        )
+        assert self.store is not None and self.pipeline is not None
+        await self.pipeline.heartbeat()
+        info: dict[str, object] = {
+            "node": self.node,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "concurrency": self.settings.worker_concurrency,
+            "running": len(self.pipeline.runs),
+            "metrics_port": self._metrics.server_port if self._metrics else "",
+        }
+        for feature in self.pipeline.features:
+            info.update(feature.report())
+        await self.store.worker_heartbeat(self.worker_id, info, ttl=HEARTBEAT_SECONDS * 10)
 
 
 _runtime: WorkerRuntime | None = None

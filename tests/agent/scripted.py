@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.llm_server import Reply
-from workers.agent import run_job
+from tests.support.jobs import run_job
 from workers.jobs.models import JobResult, JobSpec
+from workers.pipeline import LocalRecords
 
 NAVIGATOR = "AgentOutput"
 PLANNER = "PlannerOutput"
@@ -62,8 +63,8 @@ async def run(pool, settings, **spec: Any) -> tuple[JobResult, str, str]:
 
     cancel, on_event = spec.pop("_cancel", None), spec.pop("_on_event", None)
     async with pool.lease() as lease:
-        result = await run_job(JobSpec(**spec), lease, settings=settings, on_step=on_step, is_cancelled=cancel,
-                               on_event=on_event)
+        records = LocalRecords(on_step=on_step, on_event=on_event, is_cancelled=cancel)
+        result = await run_job(JobSpec(**spec), lease, settings=settings, records=records)
         page_text = await lease.page.evaluate("document.body.innerText")
         url = await lease.page.url()
     assert [s.step for s in steps] == [s.step for s in result.steps]

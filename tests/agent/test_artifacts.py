@@ -1,6 +1,7 @@
 """A job's artifacts in its folder of the artifact store: step screenshots, final page, logs, downloads.
 
-Real Chromium and fixture pages on 127.0.0.1; the store is a real local folder opened through fsspec.
+Real Chromium and fixture pages on 127.0.0.1; the store is a real local folder opened through fsspec,
+named by the job's settings (``BROWSERD_ARTIFACTS_URL``) as on a worker.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import pytest
 
 from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
-from workers.agent import run_job
-from workers.agent.job import Around, JobSession
+from tests.support.jobs import run_job
+from workers.agent.job import JobInputs, JobSession
 from workers.agent.artifacts import MAX_HTML
 from workers.agent.journal import MAX_ENTRIES, MAX_TEXT
 from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.budget import TimeBudget
 from workers.jobs.keys import new_id
 from workers.jobs.models import JobSpec, JobStatus
 
@@ -25,7 +27,13 @@ PASSWORD = "hunter2-very-secret"
 
 @pytest.fixture
 def folder(tmp_path):
+    """The folder the next job (given its id) keeps its artifacts in."""
     return ArtifactStore.open(f"file://{tmp_path}/store").job(new_id())
+
+
+def storing(settings, folder):
+    """``settings`` (the environment's by default) with the artifact store that holds ``folder``."""
+    return (settings or load_settings()).model_copy(update={"artifacts_url": f"file://{folder.store.root}"})
 
 
 def names(result):
@@ -34,7 +42,7 @@ def names(result):
 
 async def run(pool, folder, spec, settings=None):
     async with pool.lease() as lease:
-        return await run_job(JobSpec(**spec), lease, settings=settings, artifacts=folder)
+        return await run_job(JobSpec(**spec), lease, settings=storing(settings, folder), job_id=folder.job_id)
 
 
 async def test_every_step_screenshots_are_stored_and_linked_from_their_steps(pool, site, folder):
@@ -141,16 +149,16 @@ async def test_each_run_of_a_kept_session_keeps_and_lists_its_own_files(pool, si
     spec = JobSpec(task="read the order", start_url=site.url("agent/artifacts.html"), artifacts=keep,
                    options={"keep_session": 30})
     async with pool.lease() as lease:
-        session = JobSession(spec, lease, settings=settings, around=Around(artifacts=folder))
+        session = JobSession(JobInputs(spec=spec, settings=settings, lease=lease, artifacts=folder))
         try:
             llm.add(PLANNER, plan(), plan(done=True, final_answer="first"))
             llm.add(NAVIGATOR, act({"wait": {"seconds": 0}}), act({"done": {"text": "first", "success": True}}))
-            first = await session.run()
+            first = await session.run(TimeBudget(120))
             shot = folder.read("step-001.jpg")
             llm.add(PLANNER, plan(), plan(done=True, final_answer="second"))
             llm.add(NAVIGATOR, act({"go_to_url": {"url": site.url("cdp/basic.html")}}),
                     act({"done": {"text": "second", "success": True}}))
-            second = await session.run("open the basic page")
+            second = await session.run(TimeBudget(120), "open the basic page")
         finally:
             await session.close()
     assert (first.status, second.status) == (JobStatus.succeeded, JobStatus.succeeded), (first.error, second.error)

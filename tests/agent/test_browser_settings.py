@@ -12,9 +12,9 @@ import pytest
 from pydantic import ValidationError
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
-from workers.agent import run_job
 from workers.jobs.models import FailureCategory, JobSpec, JobStatus
 from tests.support.proxies import PASSWORD, USERNAME, ProxyProcess, free_port, running_proxy
+from tests.support.jobs import run_job
 
 PROBE = """<!doctype html><html><head><title>probe</title>
 <style>@font-face { font-family: probe; src: url(/probe.woff2); } body { font-family: probe; }</style></head>

@@ -19,8 +19,8 @@ import pytest_asyncio
 from cdp import BrowserPool, PoolConfig
 from config.networks import network_kind
 from config import load_settings
-from workers.agent import run_job
 from tests.support.servers import WebSocketRecorder
+from tests.support.jobs import run_job
 from workers.jobs.models import FailureCategory, JobSpec, JobStatus
 
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]

@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.llm_server import Reply
-from workers.agent import AgentEvent, run_job
+from tests.support.jobs import run_job
+from workers.pipeline import LocalRecords
+from workers.agent import AgentEvent
 from workers.jobs.models import JobSpec, JobStatus
 
 
@@ -99,7 +101,7 @@ async def test_a_script_reports_its_steps_as_the_system(pool, site):
     spec = JobSpec(start_url=site.url("agent/catalog.html"),
                    script=[{"scroll_to_bottom": {}}, {"done": {"text": "read"}}])
     async with pool.lease() as lease:
-        result = await run_job(spec, lease, on_event=events)
+        result = await run_job(spec, lease, records=LocalRecords(on_event=events))
     assert result.status == JobStatus.succeeded
     assert events.trace() == [
         ("system", "task.start", 0),

@@ -6,7 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
-from workers.agent import UrlPolicy, run_job
+from tests.support.jobs import run_job
+from workers.agent import UrlPolicy
 from workers.jobs.models import FailureCategory, JobSpec, JobStatus
 
 

@@ -15,7 +15,9 @@ from cdp import BrowserPool
 from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, last_state, plan
 from tests.conftest import egress_config
-from workers.agent import run_job
+from tests.support.jobs import run_job
+from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.keys import new_id
 from workers.jobs.models import FailureCategory, JobSpec, JobStatus
 
 PROMPT = 15.0  # well below the 30 s a hung CDP call used to wait; the machine is shared, so not tighter
@@ -89,17 +91,19 @@ async def test_an_alert_loop_started_by_a_click_fails_the_click_not_the_job(pool
 
 
 async def test_downloads_are_listed_and_the_one_over_the_cap_refused(pool, download_site, tmp_path):
-    settings = load_settings(download_max_mb=1)
-    folder = tmp_path / "kept"
+    """What a job downloads is kept in its artifact folder (``download-<name>``): the file under the
+    cap, and nothing of the refused one."""
+    settings = load_settings(download_max_mb=1, artifacts_url=f"file://{tmp_path}/store")
+    folder = ArtifactStore.open(settings.artifacts_url).job(new_id())
     async with pool.lease() as lease:
         result = await run_job(JobSpec(start_url=download_site.url("downloads.html"), script=[
             {"click_element": {"index": 1}}, {"click_element": {"index": 2}}, {"done": {"text": "ok"}}]),
-            lease, settings=settings, downloads_dir=folder)
+            lease, settings=settings, job_id=folder.job_id)
     assert result.status == JobStatus.succeeded, result.error
     assert [(d.name, d.size, d.mime) for d in result.downloads] == [("report.csv", 24, "text/csv")]
     assert result.downloads[0].url == download_site.url("small.csv")
-    assert (folder / "report.csv").read_text() == "name,price\nkettle,39.90\n"
-    assert [p.name for p in folder.iterdir()] == ["report.csv"]
+    assert folder.read("download-report.csv").decode() == "name,price\nkettle,39.90\n"
+    assert [a.name for a in folder.list()] == ["download-report.csv"]
     small, big = (s.actions[0].result for s in result.steps[:2])
     assert 'downloaded the file "report.csv" (24 bytes, text/csv)' in small
     assert 'the download of "big.bin"' in big and "refused: it is larger than the 1 MiB limit" in big

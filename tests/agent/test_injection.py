@@ -12,7 +12,7 @@ import json
 import re
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, last_state, plan
-from workers.agent import run_job
+from tests.support.jobs import run_job
 from workers.jobs.models import JobSpec, JobStatus
 
 _BLOCK = re.compile(r"<(untrusted_content_[0-9a-f]{16})>\n(.*?)\n</\1>", re.DOTALL)

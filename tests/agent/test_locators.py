@@ -8,7 +8,7 @@ import pytest
 
 from config import Settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
-from workers.agent import run_job
+from tests.support.jobs import run_job
 from workers.jobs import SpecError
 from workers.jobs.actions import ACTION_PARAMS, LOCATOR_FIELDS, params_schema, replay_action, validate_script
 from workers.jobs.locators import Locator

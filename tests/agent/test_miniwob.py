@@ -18,7 +18,7 @@ import dom
 
 from tests.agent.miniwob_oracle import HorizonOracle, oracle
 from tests.support.servers import StaticServer, serve
-from workers.agent import run_job
+from tests.support.jobs import run_job
 from workers.jobs.models import JobSpec, JobStatus
 
 _spec = importlib.util.find_spec("miniwob")

@@ -1,16 +1,20 @@
 """The navigation gate: asked before every navigation the agent starts, able to hold it or refuse it.
 
 The gate here is a plain implementation of the hook that records what it is asked and refuses one
-path, as the worker's robots.txt check does; the worker's own gate (Redis, robots.txt) is tested
-end to end in tests/queue/test_politeness.py.
+path, as the worker's robots.txt check does, plugged into the pipeline as a feature of its own
+after politeness; the worker's own gate (Redis, robots.txt) is tested end to end in
+tests/queue/test_politeness.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from workers.agent import URLBlocked, run_job
+from tests.support.jobs import run_job
+from workers.pipeline import LocalRecords
+from workers.agent import URLBlocked
 from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from workers.pipeline import FEATURES, Feature, JobRun
 
 
 class RecordingGate:
@@ -28,13 +32,23 @@ class RecordingGate:
             raise URLBlocked(url, "disallowed by the site's robots.txt for user-agent 'browserd'")
 
 
+def gated(gate: RecordingGate) -> tuple[type[Feature], ...]:
+    """The pipeline's features, then one that gives the job ``gate`` as its navigation gate."""
+
+    class GivenGate(Feature):
+        async def attach(self, run: JobRun) -> None:
+            run.inputs.navigation_gate = gate
+
+    return (*FEATURES, GivenGate)
+
+
 async def test_every_navigation_the_agent_starts_asks_the_gate_first(pool, site):
     first, second, third = (site.url(f"agent/catalog.html?n={n}") for n in range(3))
     gate = RecordingGate()
     spec = JobSpec(start_url=first, script=[{"go_to_url": {"url": second}}, {"open_tab": {"url": third}},
                                             {"done": {"text": "ok"}}])
     async with pool.lease() as lease:
-        result = await run_job(spec, lease, navigation_gate=gate)
+        result = await run_job(spec, lease, features=gated(gate))
     assert result.status == JobStatus.succeeded, result.error
     assert gate.asked == [first, second, third]
 
@@ -43,7 +57,7 @@ async def test_a_refused_start_url_fails_the_job_as_url_blocked_before_loading(p
     gate = RecordingGate(refuse="private")
     spec = JobSpec(start_url=site.url("agent/catalog.html?private=1"), script=[{"done": {"text": "never"}}])
     async with pool.lease() as lease:
-        result = await run_job(spec, lease, navigation_gate=gate)
+        result = await run_job(spec, lease, features=gated(gate))
         opened = await lease.page.url()
     assert (result.status, result.category) == (JobStatus.failed, FailureCategory.url_blocked)
     assert "robots.txt" in (result.error or "") and "private=1" in (result.error or "")
@@ -62,7 +76,8 @@ async def test_a_cancel_ends_a_wait_at_the_gate(pool, site):
 
     async with pool.lease() as lease:
         canceller = asyncio.ensure_future(cancel_soon())
-        result = await asyncio.wait_for(run_job(spec, lease, navigation_gate=gate, is_cancelled=lambda: cancelled),
+        result = await asyncio.wait_for(run_job(spec, lease, features=gated(gate),
+                                                records=LocalRecords(is_cancelled=lambda: cancelled)),
                                         30)
         await canceller
     assert result.status == JobStatus.cancelled
@@ -73,7 +88,7 @@ async def test_a_navigation_the_page_starts_itself_is_brought_to_the_gate(pool, 
     spec = JobSpec(script=[{"go_to_url": {"url": start}}, {"wait": {"seconds": 2}}, {"done": {"text": "ok"}}])
     gate = RecordingGate()
     async with pool.lease() as lease:
-        result = await run_job(spec, lease, navigation_gate=gate)
+        result = await run_job(spec, lease, features=gated(gate))
         landed = await lease.page.url()
     assert result.status == JobStatus.succeeded, result.error
     assert gate.asked == [start, moved], "the agent's own navigation is asked once, the page's too"
@@ -81,7 +96,7 @@ async def test_a_navigation_the_page_starts_itself_is_brought_to_the_gate(pool, 
 
     refusing = RecordingGate(refuse="auto=1")
     async with pool.lease() as lease:
-        refused = await run_job(spec, lease, navigation_gate=refusing)
+        refused = await run_job(spec, lease, features=gated(refusing))
         title = await lease.page.title()
     assert refusing.asked == [start, moved]
     assert title != "Kitchen catalog", "the refused navigation never loaded (Chrome shows its error page)"

@@ -1,18 +1,24 @@
-"""Replaying recipes in one process: a recorded agent run replays with no LLM, and heals on a changed shop."""
+"""Replaying recipes in one process: a recorded agent run replays with no LLM, and heals on a changed shop.
+
+Recipes live where a worker's jobs find them, in a real redis-server's recipe store; each job runs
+through the pipeline (``tests.support.jobs``) with that store around it."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import pytest_asyncio
 
 from tests.agent.scripted import PLANNER, act, last_state, plan, task_of
 from tests.support.llm_server import Reply, offered_tool
 from tests.support.shop import CHANGED_FIELDS, ShopModel, SwitchableShop, last_model_output, task
-from workers.agent import run_job
+from tests.support.jobs import run_job
+from tests.support.redis_server import RedisServer
 from workers.jobs.models import JobSpec, JobStatus
-from workers.jobs.recipes import ReplayPlan, infer_params, recipe_from_run
+from workers.jobs.recipes import Recipe, RecipeStore, infer_params, recipe_from_run
+from workers.jobs.store import connect
 
 
 @pytest.fixture
@@ -21,9 +27,23 @@ def shop() -> Iterator[SwitchableShop]:
         yield site
 
 
-async def run(pool, settings, spec: JobSpec, replay: ReplayPlan | None = None):
+@pytest_asyncio.fixture
+async def recipes(redis: RedisServer) -> AsyncIterator[RecipeStore]:
+    """The shared store's recipes, empty for each test."""
+    client = connect(redis.url)
+    await client.flushdb()
+    yield RecipeStore(client)
+    await client.aclose()
+
+
+async def saved(recipes: RecipeStore, recipe: Recipe) -> None:
+    """``recipe`` as the current version of its name (what a recipe job replays)."""
+    assert await recipes.save(recipe) is not None
+
+
+async def run(pool, settings, spec: JobSpec, recipes: RecipeStore | None = None):
     async with pool.lease() as lease:
-        return await run_job(spec, lease, settings=settings, replay=replay)
+        return await run_job(spec, lease, settings=settings, redis=recipes.redis if recipes else None)
 
 
 def agent_spec(url: str, query: str) -> JobSpec:
@@ -47,7 +67,7 @@ async def recorded(pool, settings, llm, url: str):
     return result, recipe, model
 
 
-async def test_a_recorded_search_replays_with_no_llm_call(pool, settings, llm, shop):
+async def test_a_recorded_search_replays_with_no_llm_call(pool, settings, llm, shop, recipes):
     result, recipe, model = await recorded(pool, settings, llm, shop.url("/"))
     assert recipe.params == {"q": "mug"}
     assert [s.action for s in recipe.steps] == ["input_text", "click_element", "extract_fields"]
@@ -55,19 +75,21 @@ async def test_a_recorded_search_replays_with_no_llm_call(pool, settings, llm, s
     assert result.data["names"] == ["Enamel Camp Mug"]
     before = model.calls
 
-    replayed = await run(pool, settings, recipe_job(params={"q": "tent"}), ReplayPlan(recipe=recipe, params={"q": "tent"}))
+    await saved(recipes, recipe)
+    replayed = await run(pool, settings, recipe_job(params={"q": "tent"}), recipes)
     assert replayed.status == JobStatus.succeeded, replayed.error
     assert model.calls == before  # not one LLM request
     assert replayed.data == {"names": ["Two-Person Tent"], "prices": ["$349.00"]}
     assert all(s.replayed for s in replayed.steps) and replayed.totals.llm_calls == 0
 
 
-async def test_a_changed_shop_heals_with_the_agent(pool, settings, llm, shop):
+async def test_a_changed_shop_heals_with_the_agent(pool, settings, llm, shop, recipes):
     _, recipe, model = await recorded(pool, settings, llm, shop.url("/"))
     shop.change()
     model.fields = CHANGED_FIELDS
     before = model.calls
-    healed = await run(pool, settings, recipe_job(params={"q": "mug"}), ReplayPlan(recipe=recipe, params={"q": "mug"}))
+    await saved(recipes, recipe)
+    healed = await run(pool, settings, recipe_job(params={"q": "mug"}), recipes)
     assert healed.status == JobStatus.succeeded, healed.error
     assert model.calls > before
     assert healed.data["names"] == ["Enamel Camp Mug"]
@@ -78,14 +100,14 @@ async def test_a_changed_shop_heals_with_the_agent(pool, settings, llm, shop):
     assert "untrusted_content_" in hint and "extract_fields" in hint  # the recorded steps, guarded as page text
 
 
-async def test_without_healing_a_wrong_locator_fails_naming_the_step(pool, settings, llm, shop):
+async def test_without_healing_a_wrong_locator_fails_naming_the_step(pool, settings, llm, shop, recipes):
     _, recipe, model = await recorded(pool, settings, llm, shop.url("/"))
     wrong = recipe.model_copy(deep=True)
     wrong.steps[1].params["locator"] = {"tag": "button", "role": "button", "name": "Checkout now", "text": "Checkout now",
                                         "attributes": {"id": "checkout"}}
     before = model.calls
-    failed = await run(pool, settings, recipe_job(params={"q": "mug"}, heal=False),
-                       ReplayPlan(recipe=wrong, params={"q": "mug"}, heal=False))
+    await saved(recipes, wrong)
+    failed = await run(pool, settings, recipe_job(params={"q": "mug"}, heal=False), recipes)
     assert failed.status == JobStatus.failed
     assert "recipe 'shop-search' step 2" in failed.error and "Checkout now" in failed.error
     assert model.calls == before
@@ -104,7 +126,7 @@ def frame_model(request) -> Reply:
     return act({"click_element": {"index": int(button.group(1))}}, {"done": {"text": "subscribed"}})
 
 
-async def test_a_recipe_step_inside_a_cross_origin_iframe_replays(pool, settings, llm, site, other_site):
+async def test_a_recipe_step_inside_a_cross_origin_iframe_replays(pool, settings, llm, site, other_site, recipes):
     llm.responder = frame_model
     url = site.url(f"locators/shop.html?other=http://127.0.0.1:{other_site.port}")
     spec = JobSpec(task='Subscribe "a@example.test" to the newsletter', start_url=url, allowed_networks=["127.0.0.1/32"],
@@ -116,9 +138,10 @@ async def test_a_recipe_step_inside_a_cross_origin_iframe_replays(pool, settings
     assert recipe.steps[0].params["locator"]["frame_path"][0]["url"] == "/locators/newsletter.html"
     calls = len(llm.requests)
 
+    await saved(recipes, recipe.model_copy(update={"name": "shop-search"}))  # the name recipe_job replays
     async with pool.lease() as lease:
         replayed = await run_job(recipe_job(params={"email": "b@example.test"}), lease, settings=settings,
-                                 replay=ReplayPlan(recipe=recipe, params={"email": "b@example.test"}))
+                                 redis=recipes.redis)
     assert replayed.status == JobStatus.succeeded, replayed.error
     assert len(llm.requests) == calls and all(s.replayed and not s.error for s in replayed.steps)
     typed, clicked = (a for s in replayed.steps for a in s.actions)
@@ -130,13 +153,14 @@ DECOY = ('<form action="/decoy" method="get"><input name="q" type="search" place
          '<button type="submit">Search</button></form>')
 
 
-async def test_a_decoy_copy_of_the_form_never_takes_the_replay_elsewhere(pool, settings, llm, shop):
+async def test_a_decoy_copy_of_the_form_never_takes_the_replay_elsewhere(pool, settings, llm, shop, recipes):
     _, recipe, model = await recorded(pool, settings, llm, shop.url("/"))
     shop.httpd.transform = lambda page: page.replace("<body>", "<body>" + DECOY, 1)  # a copy above the real one
     before = model.calls
+    await saved(recipes, recipe)
     async with pool.lease() as lease:
         result = await run_job(recipe_job(params={"q": "tent"}, heal=False), lease, settings=settings,
-                               replay=ReplayPlan(recipe=recipe, params={"q": "tent"}, heal=False))
+                               redis=recipes.redis)
         url = await lease.page.url()
     assert model.calls == before
     assert "/decoy" not in url

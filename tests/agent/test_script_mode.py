@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.agent import run_job
+from tests.support.jobs import run_job
 from workers.jobs.actions import validate_script
 from workers.jobs.models import FailureCategory, JobSpec, JobStatus
 

@@ -15,7 +15,7 @@ from tests.support.redis_server import RedisServer
 from tests.support.servers import StaticServer
 from workers.jobs import JobStore, connect, new_id
 from workers.jobs.live import watch
-from workers.screencast import LiveView
+from workers.pipeline.features.live_view import LiveView
 
 
 @pytest_asyncio.fixture

@@ -1,24 +1,17 @@
-"""A redis-server per test module, and a job store under a fresh key prefix per test."""
+"""A job store under a fresh key prefix per test, on the module's redis-server (``redis``, tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
-import pytest
 import pytest_asyncio
 
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer
 from workers.jobs import JobStore, Keys, connect, new_id
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with redis_server() as running:
-        yield running
-
-
 @pytest_asyncio.fixture
-async def store(server: RedisServer) -> AsyncIterator[JobStore]:
-    client = connect(server.url)
+async def store(redis: RedisServer) -> AsyncIterator[JobStore]:
+    client = connect(redis.url)
     yield JobStore(client, result_ttl=60, keys=Keys(prefix=f"t{new_id()[:8]}:"))
     await client.aclose()

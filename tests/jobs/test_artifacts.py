@@ -124,11 +124,11 @@ def test_a_follow_ups_large_result_does_not_overwrite_the_first_runs(artifacts: 
     assert inline(first, folder).final_answer == "a" * 2000 and inline(second, folder).final_answer == "b" * 2000
 
 
-async def test_the_reconciler_deletes_the_folders_of_expired_jobs_only(server: RedisServer, tmp_path) -> None:
+async def test_the_reconciler_deletes_the_folders_of_expired_jobs_only(redis: RedisServer, tmp_path) -> None:
     url = f"file://{tmp_path}/store"
-    settings = load_settings(redis_url=server.url, result_ttl=1, artifacts_url=url)
+    settings = load_settings(redis_url=redis.url, result_ttl=1, artifacts_url=url)
     artifacts = ArtifactStore.open(url)
-    client = connect(server.url)
+    client = connect(redis.url)
     keys = Keys(prefix=f"t{new_id()[:8]}:")
     short, long = JobStore(client, result_ttl=1, keys=keys), JobStore(client, result_ttl=3600, keys=keys)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import redis
+import redis as redis_py
 
 from config import load_settings
 from tests.support.redis_server import RedisServer
@@ -51,9 +51,9 @@ async def test_a_cancel_of_the_last_queued_job_completes_the_batch(store: JobSto
     assert await store.redis.hexists(store.keys.outbox, f"batch.finished:{batch_id}")
 
 
-async def test_expired_records_leave_no_index_entries_after_a_reconciler_pass(server: RedisServer) -> None:
+async def test_expired_records_leave_no_index_entries_after_a_reconciler_pass(redis: RedisServer) -> None:
     keys = Keys(prefix=f"t{new_id()[:8]}:")
-    client = connect(server.url)
+    client = connect(redis.url)
     store = JobStore(client, result_ttl=1, keys=keys)
     try:
         ids = []
@@ -66,7 +66,7 @@ async def test_expired_records_leave_no_index_entries_after_a_reconciler_pass(se
         await asyncio.sleep(1.5)  # past BROWSERD_RESULT_TTL: the records are gone, the indexes not yet
         assert not await client.exists(keys.job(ids[0]))
 
-        settings = load_settings(redis_url=server.url, result_ttl=1)
+        settings = load_settings(redis_url=redis.url, result_ttl=1)
         report = await Reconciler(store, settings).run_once()
         assert report is not None and report.index_entries_trimmed == 5
         assert await client.zcard(keys.all_jobs) == 1  # the queued batch job stays
@@ -75,7 +75,7 @@ async def test_expired_records_leave_no_index_entries_after_a_reconciler_pass(se
         assert await client.zcard(keys.label_index("customer", "acme")) == 0
         assert await client.zcard(keys.expiring) == 0
 
-        sync = redis.Redis.from_url(server.url, decode_responses=True)
+        sync = redis_py.Redis.from_url(redis.url, decode_responses=True)
         gauge = next(m for m in RedisCollector(sync, keys).collect() if m.name == "browserd_jobs_in_state")
         assert {s.labels["state"]: s.value for s in gauge.samples} == {
             "queued": 1, "running": 0, "retrying": 0, "succeeded": 0, "failed": 0, "cancelled": 0}
@@ -90,9 +90,9 @@ async def test_one_reconciler_pass_at_a_time(store: JobStore) -> None:
     assert await Reconciler(store, settings).run_once() is None
 
 
-async def test_a_schedules_expired_jobs_leave_its_index_too(server: RedisServer) -> None:
+async def test_a_schedules_expired_jobs_leave_its_index_too(redis: RedisServer) -> None:
     keys = Keys(prefix=f"t{new_id()[:8]}:")
-    client = connect(server.url)
+    client = connect(redis.url)
     store = JobStore(client, result_ttl=1, keys=keys)
     schedule = new_id()
     try:
@@ -104,7 +104,7 @@ async def test_a_schedules_expired_jobs_leave_its_index_too(server: RedisServer)
             await run_to_end(store, job_id)
         await asyncio.sleep(1.5)  # past BROWSERD_RESULT_TTL: the records are gone, the indexes not yet
         assert await client.zcard(keys.schedule_jobs(schedule)) == 2
-        report = await Reconciler(store, load_settings(redis_url=server.url, result_ttl=1)).run_once()
+        report = await Reconciler(store, load_settings(redis_url=redis.url, result_ttl=1)).run_once()
         assert report is not None and report.index_entries_trimmed == 3  # the two jobs and their batch
         for index in (keys.schedule_jobs(schedule), keys.label_index("k", "v"), keys.all_jobs, keys.expiring):
             assert await client.zcard(index) == 0, index

@@ -20,7 +20,7 @@ from fastapi import FastAPI
 
 from cdp import BrowserPool, PoolConfig
 from tests.ops.exposition import Samples, names, parse, scrape, value
-from tests.support.redis_server import RedisServer, free_port, redis_server
+from tests.support.redis_server import RedisServer, free_port
 from workers.jobs import metrics
 from workers.jobs.keys import Keys
 from workers.jobs.models import (
@@ -47,12 +47,6 @@ REQUIRED = {
     "browserd_worker_info",
 }
 NODE = "celery@ops-test"  # the Celery node name the worker's metrics server is told
-
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    with redis_server() as server:
-        yield server
 
 
 @pytest.fixture

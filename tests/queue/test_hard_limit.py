@@ -10,23 +10,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 
-import workers.delivery
 from config import Settings
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer
 from workers.jobs import JobStore, connect
+from workers.agent import JobSession
 from workers.jobs.models import JobSpec
 from workers.runtime import WorkerRuntime
-
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    with redis_server() as server:
-        yield server
 
 
 class Stubborn:
@@ -49,7 +41,7 @@ class Stubborn:
 
 def test_a_run_that_ignores_its_time_limit_is_abandoned_at_the_hard_limit(redis: RedisServer, monkeypatch) -> None:
     stubborn = Stubborn()
-    monkeypatch.setattr(workers.delivery.JobSession, "run", stubborn)  # what a delivery calls for each run
+    monkeypatch.setattr(JobSession, "run", stubborn)  # what the pipeline calls for each run
     runtime = WorkerRuntime(Settings(redis_url=redis.url, pool_warm=0, metrics_port=0))
     runtime.start()
     try:
@@ -61,7 +53,7 @@ def test_a_run_that_ignores_its_time_limit_is_abandoned_at_the_hard_limit(redis:
         job = runtime._call(store.get(job_id), 10)
         assert job.state == "failed" and job.category == "timeout"
         assert "ignored its time limit" in job.error
-        assert job_id not in runtime.deliveries.runs, "an abandoned run must not be heartbeated any more"
+        assert job_id not in runtime.pipeline.runs, "an abandoned run must not be heartbeated any more"
         assert stubborn.cancels >= 1, "the soft limit's cancel came first"
 
         stubborn.release.set()  # the stuck run finally returns: its late result must not land

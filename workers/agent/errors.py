@@ -1,18 +1,18 @@
 """Typed failures of an agent job.
 
-Each error knows the job's failure category and whether it ends the job at once (``fatal``) or
-only counts towards ``max_failures`` so that the model can try something else.
+Each error knows whether it ends the job at once (``fatal``) or only counts towards
+``max_failures`` so that the model can try something else. Which category a job that one of them
+ended fails with is decided in one place, ``workers.agent.failures``.
 """
 
 from __future__ import annotations
 
-from workers.jobs.models import FailureCategory
+from workers.jobs.models import Outcome
 
 
 class AgentError(Exception):
-    """Base of every agent failure; ``category`` is what the job fails with if this ends it."""
+    """Base of every agent failure (its category: ``workers.agent.failures``)."""
 
-    category: FailureCategory = FailureCategory.internal
     fatal: bool = True
 
 
@@ -27,7 +27,6 @@ class Cancelled(AgentError):
 class LLMError(AgentError):
     """The model endpoint failed after the retries (5xx, rate limit, connection, timeout)."""
 
-    category = FailureCategory.llm_error
 
     def __init__(self, message: str, *, role: str = "", model: str = "", status: int | None = None) -> None:
         self.role, self.model, self.status = role, model, status
@@ -39,25 +38,21 @@ class LLMError(AgentError):
 class LLMAuthError(LLMError):
     """401: the API key was refused. Retrying cannot help."""
 
-    category = FailureCategory.llm_auth
 
 
 class LLMForbiddenError(LLMError):
     """403: the key may not use this model or endpoint."""
 
-    category = FailureCategory.llm_auth
 
 
 class LLMBadRequestError(LLMError):
     """400/404/422: the endpoint refused the request itself (unknown model, context too long)."""
 
-    category = FailureCategory.llm_bad_request
 
 
 class LLMProviderError(AgentError):
     """``BROWSERD_LLM_PROVIDER`` names no usable chat model class, or the class refuses a setting."""
 
-    category = FailureCategory.llm_error
 
     def __init__(self, path: str, reason: str) -> None:
         self.path, self.reason = path, reason
@@ -67,7 +62,6 @@ class LLMProviderError(AgentError):
 class LLMOutputError(AgentError):
     """The model answered but not in a shape we can act on; counts towards max_failures."""
 
-    category = FailureCategory.max_failures
     fatal = False
 
     def __init__(self, message: str, *, raw: str = "") -> None:
@@ -78,7 +72,6 @@ class LLMOutputError(AgentError):
 class URLBlocked(AgentError):
     """A URL the job's policy refuses; the model reads ``blocked: …``."""
 
-    category = FailureCategory.url_blocked
 
     def __init__(self, url: str, reason: str) -> None:
         self.url, self.reason = url, reason
@@ -88,7 +81,6 @@ class URLBlocked(AgentError):
 class ActionError(AgentError):
     """One action could not be done; the message is what the model reads next step."""
 
-    category = FailureCategory.action_error
     fatal = False
 
     def __init__(self, message: str, *, action: str = "", index: int | None = None) -> None:
@@ -115,13 +107,11 @@ class ElementNotFound(ActionError):
 class ResourceLimit(AgentError):
     """The job's pages passed the per-context memory limit and were stopped by the pool."""
 
-    category = FailureCategory.resource_limit
 
 
 class StepTimeout(AgentError):
     """One step took longer than its limit; counts towards max_failures."""
 
-    category = FailureCategory.timeout
     fatal = False
 
     def __init__(self, step: int, seconds: float) -> None:
@@ -132,7 +122,6 @@ class StepTimeout(AgentError):
 class JobTimeout(AgentError):
     """The whole job ran past its wall-clock limit."""
 
-    category = FailureCategory.timeout
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -142,7 +131,6 @@ class JobTimeout(AgentError):
 class PausedTooLong(AgentError):
     """A paused job was not resumed in time: it held its browser as long as it may."""
 
-    category = FailureCategory.timeout
 
     def __init__(self, seconds: float, *, job_limit: bool = False) -> None:
         self.seconds = seconds
@@ -152,14 +140,12 @@ class PausedTooLong(AgentError):
 
 
 class MaxStepsReached(AgentError):
-    category = FailureCategory.max_steps
 
     def __init__(self, steps: int) -> None:
         super().__init__(f"the task was not completed within {steps} steps")
 
 
 class MaxFailuresReached(AgentError):
-    category = FailureCategory.max_failures
 
     def __init__(self, failures: int, last: str) -> None:
         self.last = last
@@ -169,7 +155,6 @@ class MaxFailuresReached(AgentError):
 class InvalidOutput(AgentError):
     """The job's data does not satisfy its output schema."""
 
-    category = FailureCategory.invalid_output
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
@@ -178,10 +163,11 @@ class InvalidOutput(AgentError):
 
 class TaskNotDone(AgentError):
     """The models ended the task without completing it: gave up, ran out of steps with partial
-    findings, hit a sign-in wall, refused, or were blocked by the site. What was found is kept."""
+    findings, hit a sign-in wall, refused, or were blocked by the site. What was found is kept;
+    ``outcome`` (never ``complete``) is the reason, and its category the job's."""
 
-    def __init__(self, category: FailureCategory, explanation: str, said: str = "") -> None:
-        self.category, self.said = category, said
+    def __init__(self, outcome: Outcome, explanation: str, said: str = "") -> None:
+        self.outcome, self.said = outcome, said
         detail = " ".join(said.split())
         super().__init__(f"{explanation}: {detail[:300]}" if detail else explanation)
 
@@ -199,7 +185,6 @@ class ProxyFailed(AgentError):
     """The job's own upstream proxy failed (unreachable, credentials refused, not a proxy): nothing
     the model can do about it, so the job ends at once. The message never holds the password."""
 
-    category = FailureCategory.proxy_error
 
     def __init__(self, failure: str) -> None:
         self.failure = failure

@@ -1,6 +1,6 @@
 """Nanobrowser's execution events: who (system, planner, navigator) reached which state, at which step.
 
-The agent reports them through a listener it is given (``run_job(on_event=...)``), so it never
+The agent reports them through a listener it is given (``JobSession.run(on_event=...)``), so it never
 depends on where they go; the worker writes them into the job's event stream. A listener that
 fails is logged and ignored: events never change how a job runs.
 """

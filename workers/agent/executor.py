@@ -34,7 +34,7 @@ from workers.agent.planner import PlannerOutput, plan
 from workers.agent.prompts import SECURITY_RULES, navigator_system
 from workers.agent.recorder import StepLog
 from workers.agent.vision import WITHHELD, Screenshot, look
-from workers.jobs.models import FailureCategory, JobSpec, StepRecord
+from workers.jobs.models import JobSpec, StepRecord
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class AgentLoop:
         """``max_steps``, or ``incomplete`` when something was found: the result keeps it."""
         if not self.ctx.has_findings():
             return MaxStepsReached(self.options.max_steps)
-        return TaskNotDone(FailureCategory.incomplete,
+        return TaskNotDone(Outcome.incomplete,
                            f"the task was not completed within {self.options.max_steps} steps; "
                            "the findings so far are kept", self.ctx.final_answer or "")
 
@@ -263,9 +263,8 @@ class AgentLoop:
             return False
         ctx.final_answer = output.final_answer or ctx.final_answer
         outcome = output.outcome if output.outcome is not Outcome.complete else (ctx.outcome or Outcome.complete)
-        category = outcome.category
-        if category is not None:
-            raise TaskNotDone(category, EXPLANATIONS[outcome], ctx.final_answer or "")
+        if outcome is not Outcome.complete:
+            raise TaskNotDone(outcome, EXPLANATIONS[outcome], ctx.final_answer or "")
         return True
 
     async def _act(self, step: StepRecord, output: NavigatorOutput, url_seen: str) -> AgentError | None:

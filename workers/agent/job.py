@@ -1,5 +1,16 @@
-"""``run_job``: one job on one lease, from spec to ``JobResult``. It never raises for the job's own
-failures: they become a failed (or cancelled) result with a category."""
+"""``JobSession``: the agent's side of one job, from its own task through its follow-ups.
+
+The pipeline (``workers.pipeline``) is the only thing that builds one: it claims the job, lets
+its features prepare what the job names (secrets, an auth profile, a recipe, a politeness gate,
+an artifact folder), leases a browser context, and hands all of it over as ``JobInputs``. The
+session then runs the job's task (an agent, a script with no LLM, or a recipe replayed) in that
+context and turns however it ended into a ``JobResult``: a failure is never raised, it is a failed
+(or cancelled) result whose category the failure table (``workers.agent.failures``) decides.
+
+A job that keeps its session (Nanobrowser's ``addFollowUpTask``) calls ``run`` again with a
+follow-up task: same context, same history (the models see what came before); each run has its
+own steps, events and result.
+"""
 
 from __future__ import annotations
 
@@ -9,33 +20,24 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import cdp
-from cdp.egress import NetworkPolicy
-from config import Settings, get_settings
+from config import Settings
 from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
 from workers.agent.context import JobContext
-from workers.agent.errors import (
-    ActionError,
-    AgentError,
-    Cancelled,
-    EgressUnavailable,
-    InvalidOutput,
-    JobTimeout,
-    ProxyFailed,
-    ResourceLimit,
-)
-from workers.agent.events import Actor, Events, ExecutionState, OnEvent
+from workers.agent.errors import ActionError, InvalidOutput, JobTimeout, ProxyFailed
 from workers.agent.emulation import PageSettings
+from workers.agent.events import Actor, Events, ExecutionState, OnEvent
 from workers.agent.executor import Options, agent_history, run_agent
-from workers.agent.firewall import RESOURCE_TYPES, Firewall, JobEgress, UrlPolicy
+from workers.agent.failures import blame_proxy, failure
+from workers.agent.firewall import RESOURCE_TYPES, Firewall, admit_egress
 from workers.agent.horizon import horizon_history, run_rolling_horizon
 from workers.agent.llm import Llms
 from workers.agent.messages import MessageManager
@@ -48,90 +50,57 @@ from workers.agent.script import run_script
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import SILENT, Telemetry
 from workers.jobs.artifacts import JobArtifacts
+from workers.jobs.budget import TimeBudget
 from workers.jobs.errors import JobsError
-from workers.jobs.models import FailureCategory, JobResult, JobSpec, JobStatus, StepRecord
+from workers.jobs.models import JobResult, JobSpec, JobStatus, StepRecord
 from workers.jobs.output import validate
 from workers.jobs.recipes import ReplayPlan
-from workers.jobs.secrets import open_secrets, proxy_password
+from workers.jobs.secrets import proxy_password
 
 log = logging.getLogger("browserd.agent")
 
 
-async def run_job(
-    spec: JobSpec,
-    lease: cdp.Lease,
-    *,
-    settings: Settings | None = None,
-    on_step: OnStep | None = None,
-    is_cancelled: Callable[[], bool] | None = None,
-    llms: Llms | None = None,
-    on_event: OnEvent | None = None,
-    telemetry: Telemetry = SILENT,
-    downloads_dir: Path | None = None,
-    secrets: Mapping[str, str] | None = None,
-    is_paused: Callable[[], bool] | None = None,
-    navigation_gate: NavigationGate | None = None,
-    profiles: ProfileIO | None = None,
-    artifacts: JobArtifacts | None = None,
-    replay: ReplayPlan | None = None,
-) -> JobResult:
-    """Run a task with the agent, or a script with no LLM, in ``lease``.
-
-    ``on_step`` gets each step's record as it completes; ``on_event`` each of Nanobrowser's
-    execution events (``AgentEvent``), from ``task.start`` to ``task.ok``/``task.fail``/``task.cancel``;
-    ``telemetry`` hears what the agent measures (LLM calls, DOM captures). Files the job downloads
-    are saved in ``downloads_dir`` (the caller keeps them); without one, in a temporary folder
-    removed when the job ends (the result still lists them). ``secrets`` are the values the job
-    may type (a worker opens them; by default the spec's own, in clear or sealed). While
-    ``is_paused()`` is true the agent waits between steps (``pause``). ``profiles``
-    loads the job's auth profile and saves its end state (a job naming one fails without it).
-    ``navigation_gate`` is asked before each navigation the agent starts (politeness: it may wait,
-    or refuse with ``URLBlocked``); by default every navigation goes at once. With an
-    ``artifacts`` folder, the job keeps there what ``spec.artifacts`` asks for, its downloads
-    among them, and its result and steps link to them. ``replay`` is the recipe a recipe job
-    replays (``spec.recipe``; the worker loads it), with the job's parameters.
-    """
-    session = JobSession(spec, lease, settings=settings, is_cancelled=is_cancelled, is_paused=is_paused, llms=llms,
-                         telemetry=telemetry, downloads_dir=downloads_dir, secrets=secrets,
-                         around=Around(navigation_gate, profiles, artifacts), replay=replay)
-    try:
-        return await session.run(on_step=on_step, on_event=on_event)
-    finally:
-        await session.close()
-
-
 @dataclass
-class Around:
-    """What the worker puts around a job's browser: the politeness gate its navigations ask, the
-    auth profile it starts from and saves to, and the artifact folder it keeps its files in."""
+class JobInputs:
+    """What the pipeline hands the agent for one job.
 
+    ``spec`` is the job as it runs (a recipe job's is the recipe's task, ``replay_spec``); ``lease``
+    the browser context the pipeline leased for it.
+    ``is_cancelled`` and ``is_paused`` read the owner's flags (the agent checks them between steps
+    and races them against anything slow). The rest is what the pipeline's features prepared: the
+    values the job may type (``secrets``: its own and its credential set's, opened), the gate its
+    navigations ask (politeness), its auth profile, the artifact folder it keeps files in, and the
+    recipe it replays.
+    """
+
+    spec: JobSpec
+    settings: Settings
+    lease: cdp.Lease | None = None  # the pipeline's, once it holds one
+    is_cancelled: Callable[[], bool] | None = None
+    is_paused: Callable[[], bool] | None = None
+    telemetry: Telemetry = SILENT
+    secrets: Mapping[str, str] = field(default_factory=dict)
     navigation_gate: NavigationGate | None = None
     profiles: ProfileIO | None = None
     artifacts: JobArtifacts | None = None
+    replay: ReplayPlan | None = None
 
 
 class JobSession:
-    """One job's browser context, models and history, from its own task through its follow-ups
-    (Nanobrowser's ``addFollowUpTask``): ``run()`` runs the spec's task, ``run(task)`` then runs a
-    follow-up in the same context with the same history (the models see what came before); each run
-    has its own steps, events and result. ``close()`` removes what the session kept on disk."""
+    """One job's browser context, models and history: ``run(budget)`` runs the spec's task,
+    ``run(budget, task)`` then a follow-up. ``close()`` removes what the session kept on disk."""
 
-    def __init__(self, spec: JobSpec, lease: cdp.Lease, *, settings: Settings | None = None,
-                 is_cancelled: Callable[[], bool] | None = None, is_paused: Callable[[], bool] | None = None,
-                 llms: Llms | None = None, telemetry: Telemetry = SILENT, downloads_dir: Path | None = None,
-                 secrets: Mapping[str, str] | None = None, around: Around | None = None,
-                 replay: ReplayPlan | None = None) -> None:
-        self.spec = spec if replay is None else replay_spec(spec, replay)
-        self.lease, self.replay = lease, replay
-        self.settings = settings or get_settings()
-        self.cancel = CancelToken(is_cancelled)
-        self.pause = PauseGate(is_paused, max_seconds=self.settings.pause_max_seconds)
-        self.llms, self.telemetry = llms, telemetry
-        self.hidden = Secrets(open_secrets(self.spec, self.settings) if secrets is None else secrets)
-        self.folder = downloads_dir or Path(tempfile.mkdtemp(prefix="browserd-downloads-"))
-        self._own_folder = downloads_dir is None
-        self.around = around or Around()
-        self.recorder = ArtifactRecorder(self.around.artifacts, self.spec.artifacts, self.settings, self.hidden)
+    def __init__(self, inputs: JobInputs) -> None:
+        if inputs.lease is None:
+            raise ValueError("a job session needs the lease its job runs in")
+        self.inputs = inputs
+        self.spec, self.lease, self.settings = inputs.spec, inputs.lease, inputs.settings
+        self.replay = inputs.replay
+        self.cancel = CancelToken(inputs.is_cancelled)
+        self.pause = PauseGate(inputs.is_paused, max_seconds=self.settings.pause_max_seconds)
+        self.hidden = Secrets(inputs.secrets)
+        self.folder = Path(tempfile.mkdtemp(prefix="browserd-downloads-"))
+        self.recorder = ArtifactRecorder(inputs.artifacts, self.spec.artifacts, self.settings, self.hidden)
         self.profiles: JobProfiles | None = None
         self.ctx: JobContext | None = None
         self.history: MessageManager | None = None
@@ -142,12 +111,11 @@ class JobSession:
         """Whether a follow-up can run: the context was prepared and the lease was not stopped."""
         return self.ctx is not None and self.lease.stopped is None
 
-    async def run(self, task: str | None = None, *, waited: float = 0.0, on_step: OnStep | None = None,
+    async def run(self, budget: TimeBudget, task: str | None = None, *, on_step: OnStep | None = None,
                   on_event: OnEvent | None = None) -> JobResult:
-        """The spec's task on the first call; a follow-up ``task`` on later ones. ``waited`` seconds
-        the worker spent on the job before this run (for a politeness slot, for a browser) count
-        against its time limit. Never raises for the run's own failures: they are a failed (or
-        cancelled) result with a category."""
+        """The spec's task on the first call; a follow-up ``task`` on later ones, within ``budget``
+        (what the pipeline spent before, waiting for a slot or a browser, is spent already). Never
+        raises for the run's own failures: they are a failed (or cancelled) result."""
         if self.runs and (task is None or not self.usable):
             raise RuntimeError("a follow-up needs a task and a session whose first run prepared its browser")
         self.runs += 1
@@ -158,42 +126,32 @@ class JobSession:
         if self.ctx is not None and task is not None:
             self.ctx.next_run(task, events)
         await events.emit(Actor.system, ExecutionState.TASK_START, task or _start_details(self.spec, self.replay))
-        limit = self.spec.timeout or self.settings.job_timeout
-        lease = self.lease
+        deadline = budget.until_deadline()
         try:
-            async with asyncio.timeout(limit - waited) as deadline:
+            async with deadline:
                 self.pause.deadline = deadline
-                try:
-                    ctx = self.ctx or await self._prepare(events)
-                    replay = self.replay if self.runs == 1 else None  # a follow-up is the agent's
-                    await _run(ctx, steps, self._history(ctx, task), replay)
-                    await ctx.browser.page_events()  # downloads still running end (or are cancelled) now
-                    result = _succeeded(self.ctx)
-                    if result.status == JobStatus.succeeded and self.profiles is not None:
-                        await _save_profile(self.profiles)
-                except TimeoutError:
-                    if deadline.expired():
-                        raise JobTimeout(limit) from None
-                    raise
-        except TimeoutError:
-            result = _failed(JobTimeout(limit))
-        except AgentError as exc:
-            stopped = lease.stopped is not None and not isinstance(exc, Cancelled)
-            result = _failed(ResourceLimit(str(lease.stopped)) if stopped else exc)
-        except cdp.CDPException as exc:
-            result = _browser_failure(exc, lease)
-        except Exception as exc:
-            log.exception("job failed unexpectedly")
-            result = JobResult(status=JobStatus.failed, category=FailureCategory.internal,
-                               error=f"{type(exc).__name__}: {exc}")
+                result = await self._run(events, steps, task)
+        except Exception as exc:  # every failure, the agent's and the browser's: the table names it
+            ended = JobTimeout(budget.limit) if isinstance(exc, TimeoutError) and deadline.expired() else exc
+            result = failure(ended, lease=self.lease)
         finally:
             self.pause.deadline = None
         return await self._ended(result, steps, events, started_at, started)
 
+    async def _run(self, events: Events, steps: StepLog, task: str | None) -> JobResult:
+        ctx = self.ctx or await self._prepare(events)
+        replay = self.replay if self.runs == 1 else None  # a follow-up is the agent's
+        await _run(ctx, steps, self._history(ctx, task), replay)
+        await ctx.browser.page_events()  # downloads still running end (or are cancelled) now
+        result = _succeeded(ctx)
+        if result.status == JobStatus.succeeded and self.profiles is not None:
+            await _save_profile(self.profiles)
+        return result
+
     async def _ended(self, result: JobResult, steps: StepLog, events: Events, started_at: datetime,
                      started: float) -> JobResult:
         """The run's result completed: answer and data found, artifacts kept, secrets scrubbed."""
-        result = _blame_proxy(result, self.lease)
+        result = blame_proxy(result, self.lease)
         ctx = self.ctx
         if ctx is not None:
             result.final_answer = result.final_answer or ctx.final_answer
@@ -212,13 +170,28 @@ class JobSession:
         return result
 
     async def _prepare(self, events: Events) -> JobContext:
-        self.profiles = JobProfiles.of(self.spec, self.around.profiles, self.lease)
+        inputs = self.inputs
+        self.profiles = JobProfiles.of(self.spec, inputs.profiles, self.lease)
         await self.profiles.load()
-        ctx = await _prepare(self.spec, self.lease, self.settings, self.cancel, self.llms, self.telemetry, self.folder,
-                             self.around.navigation_gate, self.recorder, _upstream(self.spec, self.settings, self.hidden))
+        ctx = await _open(self, self._upstream())
         ctx.events, ctx.secrets, ctx.pause, ctx.artifacts = events, self.hidden, self.pause, self.recorder
         self.ctx = ctx
         return ctx
+
+    def _upstream(self) -> cdp.UpstreamProxy | None:
+        """The job's own proxy, its password opened (it goes to the egress gate, nowhere else): its
+        own, or the job's secret that ``password_secret`` names."""
+        proxy = self.spec.proxy
+        if proxy is None:
+            return None
+        password = proxy_password(proxy, self.settings)
+        if proxy.password_secret is not None:
+            password = self.hidden.values.get(proxy.password_secret)
+            if password is None:
+                known = ", ".join(sorted(self.hidden.values)) or "none"
+                raise ProxyFailed(f"its password_secret {proxy.password_secret!r} is not one of the job's secrets "
+                                  f"(they are: {known})")
+        return cdp.UpstreamProxy(proxy.scheme, proxy.host, proxy.port, proxy.username, password)
 
     def _history(self, ctx: JobContext, task: str | None) -> MessageManager | None:
         """The agent's history: new on the first run, the same one (with the follow-up task) after."""
@@ -234,8 +207,34 @@ class JobSession:
     async def close(self) -> None:
         if self.profiles is not None:
             self.profiles.close()
-        if self._own_folder:
-            await asyncio.to_thread(shutil.rmtree, self.folder, True)
+        await asyncio.to_thread(shutil.rmtree, self.folder, True)
+
+
+async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobContext:
+    """The job's browser under its egress rule and firewall, opened on its start URL."""
+    spec, lease, settings = session.spec, session.lease, session.settings
+    policy = admit_egress(lease, settings, allowed_domains=spec.allowed_domains, denied_domains=spec.denied_domains,
+                          allowed_networks=spec.allowed_networks, upstream=upstream)
+    expansion = spec.options.viewport_expansion
+    limits = cdp.DownloadLimits(folder=session.folder if settings.download_max_files else None,
+                                max_bytes=settings.download_max_mb * 1024 * 1024,
+                                max_files=settings.download_max_files)
+    skip = frozenset(RESOURCE_TYPES[kind] for kind in spec.block_resources)
+    gate = session.inputs.navigation_gate or OpenGate()
+    browser = AgentBrowser(lease, Firewall(policy, gate, skip), session.cancel,
+                           viewport_expansion=settings.viewport_expansion if expansion is None else expansion,
+                           telemetry=session.inputs.telemetry, accept_dialogs=spec.options.dialogs == "accept",
+                           downloads=limits, page_settings=PageSettings.from_spec(spec))
+    session.recorder.follow(lambda: browser.page, lambda: lease.known_pages)
+    await browser.start()
+    llms = None if spec.script is not None else Llms.from_settings(settings, spec.models, spec.options.model_params)
+    ctx = JobContext(spec=spec, settings=settings, browser=browser, cancel=session.cancel, llms=llms)
+    if spec.start_url is not None:
+        try:
+            await browser.goto(str(spec.start_url))
+        except ActionError as exc:
+            raise ActionError(f"could not open the start URL: {exc}", action="start_url") from exc
+    return ctx
 
 
 def _screenshots_then(recorder: ArtifactRecorder, on_step: OnStep | None) -> OnStep:
@@ -280,52 +279,6 @@ async def _ended(events: Events, result: JobResult) -> None:
         await events.emit(Actor.system, ExecutionState.TASK_FAIL, f"{result.category}: {result.error}")
 
 
-def admit_egress(lease: cdp.Lease, settings: Settings, *, allowed_domains: Sequence[str] = (),
-                 denied_domains: Sequence[str] = (), allowed_networks: Sequence[str] = (),
-                 upstream: cdp.UpstreamProxy | None = None) -> UrlPolicy:
-    """Put the lease's gate under one job's (or session's) rule: the settings' domain lists with its
-    own, and private networks closed unless the settings or ``allowed_networks`` open them. A lease
-    without a gate cannot enforce that rule on workers and sockets, so it is refused. ``upstream``
-    is the job's own proxy, which the gate dials through (the rule still judges each destination)."""
-    policy = UrlPolicy.build(job_allowed=allowed_domains, job_denied=denied_domains,
-                             global_allowed=settings.allowed_domains, global_denied=settings.denied_domains)
-    if lease.egress is None:
-        raise EgressUnavailable()
-    networks = NetworkPolicy.build(settings.allow_private_networks, [*settings.allowed_networks, *allowed_networks])
-    lease.egress.admit(JobEgress(policy, networks), upstream)
-    return policy
-
-
-async def _prepare(spec: JobSpec, lease: cdp.Lease, settings: Settings, cancel: CancelToken,
-                   llms: Llms | None, telemetry: Telemetry, downloads: Path,
-                   gate: NavigationGate | None, recorder: ArtifactRecorder,
-                   upstream: cdp.UpstreamProxy | None) -> JobContext:
-    policy = admit_egress(lease, settings, allowed_domains=spec.allowed_domains, denied_domains=spec.denied_domains,
-                          allowed_networks=spec.allowed_networks, upstream=upstream)
-    expansion = spec.options.viewport_expansion
-    limits = cdp.DownloadLimits(folder=downloads if settings.download_max_files else None,
-                                max_bytes=settings.download_max_mb * 1024 * 1024,
-                                max_files=settings.download_max_files)
-    skip = frozenset(RESOURCE_TYPES[kind] for kind in spec.block_resources)
-    browser = AgentBrowser(lease, Firewall(policy, gate or OpenGate(), skip), cancel,
-                           viewport_expansion=settings.viewport_expansion if expansion is None else expansion,
-                           telemetry=telemetry, accept_dialogs=spec.options.dialogs == "accept",
-                           downloads=limits, page_settings=PageSettings.from_spec(spec))
-    recorder.follow(lambda: browser.page, lambda: lease.known_pages)
-    await browser.start()
-    if spec.script is None and llms is None:
-        llms = Llms.from_settings(settings, spec.models, spec.options.model_params)
-    ctx = JobContext(spec=spec, settings=settings, browser=browser, cancel=cancel,
-                     llms=llms if spec.script is None else None)
-    if spec.start_url is not None:
-        url = str(spec.start_url)
-        try:
-            await browser.goto(url)
-        except ActionError as exc:
-            raise ActionError(f"could not open the start URL: {exc}", action="start_url") from exc
-    return ctx
-
-
 async def _save_profile(profiles: JobProfiles) -> None:
     try:
         await profiles.save()
@@ -334,22 +287,6 @@ async def _save_profile(profiles: JobProfiles) -> None:
                                  f"{profiles.spec.save_profile!r}: {type(exc).__name__}: {exc}") from exc
     if profiles.saved_version is not None:
         log.info("saved auth profile %r, version %s", profiles.spec.save_profile, profiles.saved_version)
-
-
-def _upstream(spec: JobSpec, settings: Settings, secrets: Secrets) -> cdp.UpstreamProxy | None:
-    """The job's own proxy, its password opened (it goes to the egress gate, nowhere else): its own,
-    or the job's secret that ``password_secret`` names."""
-    if spec.proxy is None:
-        return None
-    proxy = spec.proxy
-    password = proxy_password(proxy, settings)
-    if proxy.password_secret is not None:
-        password = secrets.values.get(proxy.password_secret)
-        if password is None:
-            known = ", ".join(sorted(secrets.values)) or "none"
-            raise ProxyFailed(f"its password_secret {proxy.password_secret!r} is not one of the job's secrets "
-                              f"(they are: {known})")
-    return cdp.UpstreamProxy(proxy.scheme, proxy.host, proxy.port, proxy.username, password)
 
 
 async def _run(ctx: JobContext, steps: StepLog, history: MessageManager | None, replay: ReplayPlan | None) -> None:
@@ -366,17 +303,15 @@ async def _run(ctx: JobContext, steps: StepLog, history: MessageManager | None, 
         ctx.data = ctx.findings.data(ctx.data, ctx.spec.output_schema)
 
 
-def _succeeded(ctx: JobContext | None) -> JobResult:
-    assert ctx is not None
+def _succeeded(ctx: JobContext) -> JobResult:
     schema = ctx.spec.output_schema
     if schema is not None:
         ctx.data = _data_for_schema(ctx.data, ctx.final_answer)
         problems = schema_problems(ctx.data, schema)
         if problems:
-            return _failed(InvalidOutput(problems))
+            return failure(InvalidOutput(problems))
     if ctx.success is False and ctx.spec.script is not None:
-        return JobResult(status=JobStatus.failed, category=FailureCategory.action_error,
-                         error="the script ended with done(success=false)")
+        return failure(ActionError("the script ended with done(success=false)"))
     return JobResult(status=JobStatus.succeeded, final_answer=ctx.final_answer, data=ctx.data)
 
 
@@ -395,27 +330,3 @@ def schema_problems(data: Any, schema: dict[str, Any]) -> list[str]:
     if data is None:
         return ["$: no data was found", *(p for p in validate({}, schema) if "missing required" in p)]
     return validate(data, schema)
-
-
-def _browser_failure(exc: cdp.CDPException, lease: cdp.Lease) -> JobResult:
-    """A browser-level failure: the pool stopped the lease (resource_limit), or the browser or tab died."""
-    if lease.stopped is not None:
-        return _failed(ResourceLimit(str(lease.stopped)))
-    if isinstance(exc, (cdp.BrowserGone, cdp.TargetCrashed)):
-        return JobResult(status=JobStatus.failed, category=FailureCategory.browser_crash, error=str(exc))
-    log.exception("job failed unexpectedly")
-    return JobResult(status=JobStatus.failed, category=FailureCategory.internal, error=f"{type(exc).__name__}: {exc}")
-
-
-def _blame_proxy(result: JobResult, lease: cdp.Lease) -> JobResult:
-    """A job that failed after its own proxy failed failed because of it (whatever step noticed)."""
-    failure = lease.egress.upstream_failure if lease.egress is not None else None
-    if result.status != JobStatus.failed or failure is None or result.category == FailureCategory.proxy_error:
-        return result
-    return _failed(ProxyFailed(failure))
-
-
-def _failed(exc: AgentError) -> JobResult:
-    if isinstance(exc, Cancelled):
-        return JobResult(status=JobStatus.cancelled, error=str(exc))
-    return JobResult(status=JobStatus.failed, category=exc.category, error=str(exc))

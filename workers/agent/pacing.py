@@ -1,7 +1,7 @@
 """The hook the agent calls before each navigation it makes: where politeness waits or refuses.
 
 The agent does not know where limits live (Redis, shared by every worker) or how robots.txt is
-fetched; the worker hands ``run_job`` a ``NavigationGate`` that does. It is called before every
+fetched; the pipeline's politeness feature hands the job a ``NavigationGate`` that does. It is called before every
 navigation the agent itself starts (the start URL, ``go_to_url``, ``search``, ``open_tab``)
 before Chrome is asked to navigate, so a wait never eats into the navigation's own timeout.
 

@@ -23,8 +23,7 @@ from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
 from workers.agent.context import JobContext
 from workers.agent.errors import AgentError, URLBlocked
-from workers.agent.firewall import Firewall
-from workers.agent.job import admit_egress
+from workers.agent.firewall import Firewall, admit_egress
 from workers.agent.navigator import page_view
 from workers.jobs.models import JobSpec
 from workers.jobs.session_models import Command, ReplyCode, SessionReply, Viewport

@@ -3,7 +3,7 @@
 The agent does not know Prometheus (or any other sink): it calls a ``Telemetry`` it was given. The
 worker passes one that feeds its metrics (``workers.instrument.PrometheusTelemetry``); ``browserd
 run`` and tests pass nothing, and the default listens to nothing. Steps are reported apart, through
-``run_job``'s ``on_step``.
+the step listener the pipeline gives ``JobSession.run``.
 """
 
 from __future__ import annotations

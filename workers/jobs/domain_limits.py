@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
@@ -52,6 +52,21 @@ class SlotWaitCancelled(Exception):
         super().__init__(f"cancelled while waiting for a slot on {domain} (politeness limit)")
 
 
+async def poll_slot(take: Callable[[], Awaitable[bool]], slot: HeldSlot, limit: int, patience: float,
+                    cancelled: Callable[[], bool]) -> HeldSlot:
+    """Ask ``take()`` for ``slot`` every ``SLOT_POLL_SECONDS`` until it gives it; ``SlotWaitExpired``
+    after ``patience`` seconds, ``SlotWaitCancelled`` as soon as ``cancelled()`` says so."""
+    started = time.monotonic()
+    while not await take():
+        if cancelled():
+            raise SlotWaitCancelled(slot.domain)
+        waited = time.monotonic() - started
+        if waited + SLOT_POLL_SECONDS > patience:
+            raise SlotWaitExpired(slot.domain, limit, waited)
+        await asyncio.sleep(SLOT_POLL_SECONDS)
+    return slot
+
+
 class DomainLimits:
     """Slots and spacing on one Redis; ``lease`` is how long a slot lives without a renewal."""
 
@@ -71,15 +86,8 @@ class DomainLimits:
                         cancelled: Callable[[], bool] = lambda: False) -> HeldSlot:
         """Take a slot, asking again every ``SLOT_POLL_SECONDS``; ``SlotWaitExpired`` after ``patience``,
         ``SlotWaitCancelled`` as soon as ``cancelled()`` says so."""
-        started = time.monotonic()
-        while not await self.try_slot(domain, job_id, limit):
-            if cancelled():
-                raise SlotWaitCancelled(domain)
-            waited = time.monotonic() - started
-            if waited + SLOT_POLL_SECONDS > patience:
-                raise SlotWaitExpired(domain, limit, waited)
-            await asyncio.sleep(SLOT_POLL_SECONDS)
-        return HeldSlot(domain, job_id)
+        return await poll_slot(lambda: self.try_slot(domain, job_id, limit), HeldSlot(domain, job_id), limit,
+                               patience, cancelled)
 
     async def renew(self, slots: Iterable[HeldSlot]) -> None:
         """Extend every slot still held, in one round trip (the worker's heartbeat)."""

@@ -82,3 +82,61 @@ class SessionCommandFailed(SessionError):
     def __init__(self, code: str, message: str) -> None:
         self.code, self.message = code, message
         super().__init__(message)
+
+
+# --- why a run could not start or finish (the failure table, ``workers.agent.failures``, names
+# each one's category) ------------------------------------------------------------------------
+
+
+class CredentialsMissing(JobsError):
+    """The credential set a job names does not exist (deleted after the job was submitted?): the
+    tenant's to fix."""
+
+    def __init__(self, name: str, detail: str | None = None) -> None:
+        self.name = name
+        super().__init__(detail or f"the credential set {name!r} does not exist (deleted after the job was submitted?)")
+
+
+class RecipeUnavailable(JobsError):
+    """The recipe a job names was deleted, marked broken, or changed its parameters after the job was
+    queued: the tenant's to fix."""
+
+
+class JobVanished(JobsError):
+    """The job's record was gone when its delivery came to run it."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__("the job record vanished before it could run")
+
+
+class BrowserWaitExpired(JobsError):
+    """No browser context came free within the job's own limit."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        super().__init__(f"no browser was free within the job's {limit:g}s limit")
+
+
+class RunBackstop(JobsError):
+    """The run went past its limit and its grace without stopping; the pipeline stopped it."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        super().__init__(f"the job exceeded its {limit:g}s limit")
+
+
+class ResultTooLarge(JobsError):
+    """The result is larger than ``BROWSERD_MAX_RESULT_BYTES``."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size, self.limit = size, limit
+        super().__init__(f"the result is {size} bytes, above the limit of {limit} (BROWSERD_MAX_RESULT_BYTES)")
+
+
+class HardLimitReached(JobsError):
+    """The run ignored its soft limit and the backstop; its worker thread gave up on it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"the job ignored its time limit and was stopped after {seconds:g}s")

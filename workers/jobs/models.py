@@ -87,6 +87,10 @@ class FailureCategory(StrEnum):
     refused = "refused"  # the task is harmful or disallowed
     blocked_by_site = "blocked_by_site"  # a captcha or bot wall stopped the agent
     proxy_error = "proxy_error"  # the job's own proxy was unreachable, refused its credentials or spoke nonsense
+    # what the job names does not exist (any more): the tenant's mistake, not browserd's
+    profile_missing = "profile_missing"  # the auth profile it starts from
+    credentials_missing = "credentials_missing"  # the credential set it types from
+    recipe_unavailable = "recipe_unavailable"  # the recipe it replays: deleted, marked broken, or changed
 
 
 class Outcome(StrEnum):

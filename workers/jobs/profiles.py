@@ -55,11 +55,11 @@ return version + 1
 
 
 class ProfileMissing(JobsError):
-    """No profile of that name."""
+    """No profile of that name (``detail`` says more where a job named it)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, detail: str | None = None) -> None:
         self.name = name
-        super().__init__(f"no auth profile named {name!r}")
+        super().__init__(detail or f"no auth profile named {name!r}")
 
 
 class ProfileConflict(JobsError):

@@ -1,7 +1,9 @@
 """``browserd run "TASK" --start-url URL [--script FILE]``: one job, locally, no queue.
 
-Starts a pool of one browser, runs the job, prints the result and per-step timings, and closes
-Chrome on the way out (Ctrl-C cancels the job first, so the result is still printed).
+Starts a pool of one browser, runs the job through the same pipeline as a worker (limits,
+offloading, artifacts, politeness; with ``BROWSERD_REDIS_URL`` also stored auth profiles,
+credential sets and recipes), prints the result and per-step timings, and closes Chrome on the way
+out (Ctrl-C cancels the job first, so the result is still printed).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deny", action="append", default=[], metavar="DOMAIN", help="denied domain (repeatable)")
     p.add_argument("--max-steps", type=int, help="agent steps before giving up")
     p.add_argument("--timeout", type=float, help="wall-clock limit of the job in seconds")
+    p.add_argument("--profile", metavar="NAME", help="start from this stored auth profile (needs BROWSERD_REDIS_URL)")
+    p.add_argument("--save-profile", metavar="NAME", help="save the end state to this auth profile when the job "
+                   "succeeds (needs BROWSERD_REDIS_URL)")
+    p.add_argument("--credentials", metavar="NAME", help="type from this stored credential set (needs "
+                   "BROWSERD_REDIS_URL)")
     p.add_argument("--json", action="store_true", help="print the whole JobResult as JSON")
     p.set_defaults(handler=run)
 
@@ -65,24 +72,31 @@ def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["options"] = {"max_steps": args.max_steps}
     if args.timeout:
         fields["timeout"] = args.timeout
+    for name in ("profile", "save_profile", "credentials"):
+        if getattr(args, name):
+            fields[name] = getattr(args, name)
     return fields
 
 
 async def _run(spec: Any, settings: Any, *, show_steps: bool) -> Any:
     from cdp import BrowserPool, PoolConfig  # the browser layer and the agent load only when a job runs
-    from workers.agent import run_job
+    from workers.jobs.store import connect
+    from workers.pipeline import LocalRecords, run_local
 
     cancelled = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, cancelled.set)
     config = PoolConfig.from_settings(settings)
     config.browsers, config.warm = 1, 0
+    redis = connect(settings.redis_url) if settings.redis_url else None  # profiles, credential sets, recipes
     try:
-        async with BrowserPool(config) as pool, pool.lease() as lease:
-            return await run_job(spec, lease, settings=settings, is_cancelled=cancelled.is_set,
-                                 on_step=_show_step if show_steps else None)
+        async with BrowserPool(config) as pool:
+            records = LocalRecords(on_step=_show_step if show_steps else None, is_cancelled=cancelled.is_set)
+            return await run_local(spec, settings=settings, browsers=pool, records=records, redis=redis)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+        if redis is not None:
+            await redis.aclose()
 
 
 async def _show_step(step: Any) -> None:

@@ -1,11 +1,13 @@
-"""The worker's side of the live view: Chromium's screencast of a job's tab, only while watched.
+"""The live view: Chromium's screencast of a job's tab, streamed only while someone watches.
 
-``LiveView`` runs beside a job: every second it asks the store whether someone watches
+Around each run (``during``) a poller asks the store every second whether someone watches
 (``workers.jobs.live``); when so it starts ``Page.startScreencast`` on the job's current tab, acks
 every frame (Chrome sends no more until acked) and publishes at most ``MAX_FPS`` of them; when the
 job switches to another tab (or opens one, or closes the one shown) the screencast follows it
-within a second; when nobody watches any more, or the job ends, it stops. A failure here never
-touches the job.
+within a second; when nobody watches any more, or the run ends, it stops. A failure here never
+touches the job, and its cleanup never holds the job's result back: the pipeline records the
+result first, and the poller's end is bounded (``STOP_SECONDS``) even if a library swallows its
+cancel. A run without a shared store has no live view.
 """
 
 from __future__ import annotations
@@ -18,14 +20,25 @@ from collections.abc import Callable
 from typing import Any
 
 import cdp
-from workers.jobs import JobStore
 from workers.jobs.live import publish_frame, watched
+from workers.jobs.store import JobStore
+from workers.pipeline.feature import Feature
+from workers.pipeline.run import JobRun
 
 log = logging.getLogger("browserd.worker")
 
 POLL_SECONDS = 1.0
 MAX_FPS = 4.0
+STOP_SECONDS = 1.0  # how long the end of a live view waits for its poller to go
 SCREENCAST = {"format": "jpeg", "quality": 60, "maxWidth": 1024, "maxHeight": 768, "everyNthFrame": 1}
+
+
+class LiveViews(Feature):
+    def during(self, run: JobRun) -> contextlib.AbstractAsyncContextManager[object] | None:
+        store, lease = self.services.store, run.lease
+        if store is None or lease is None:
+            return None
+        return LiveView(store, run.job_id, lambda: lease.page)
 
 
 class LiveView:
@@ -37,22 +50,25 @@ class LiveView:
         self._task: asyncio.Task[None] | None = None
         self._off: Callable[[], None] | None = None
         self._last = 0.0
+        self._stopping = False
 
     async def __aenter__(self) -> LiveView:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"live-view-{self.job_id}")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._stopping = True  # the poller's loop ends at its next turn even if a cancel is swallowed
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await asyncio.wait({self._task}, timeout=STOP_SECONDS)
+            if not self._task.done():
+                log.warning("live view of job %s: its poller did not stop within %gs", self.job_id, STOP_SECONDS)
         if self._off is not None:  # the lease is being released: no stop command needed
             self._off()
             self._off = None
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 wanted = await watched(self.store, self.job_id)
                 if wanted and self._off is None:

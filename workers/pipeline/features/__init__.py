@@ -1,0 +1,32 @@
+"""The registry: every feature of a job's run, in the order its hooks are called at each stage.
+
+The order matters where one feature reads what another wrote: the recipe (which may change the
+spec the job runs as) comes before politeness (which takes the slot of that spec's site); the
+recipe learns from the result before the limits may move its steps to the artifact store; the
+kept session judges the result last, as it will be recorded.
+"""
+
+from workers.pipeline.feature import Feature
+from workers.pipeline.features.artifacts import Artifacts
+from workers.pipeline.features.first_command import FirstCommand
+from workers.pipeline.features.kept_sessions import KeptSessions
+from workers.pipeline.features.limits import ResultLimits
+from workers.pipeline.features.live_view import LiveViews
+from workers.pipeline.features.politeness import Politeness
+from workers.pipeline.features.profiles import AuthProfiles
+from workers.pipeline.features.recipes import RecipeReplay
+from workers.pipeline.features.secrets import JobSecrets
+
+FEATURES: tuple[type[Feature], ...] = (
+    JobSecrets,  # prepare: the values the job may type (its own, its credential set's)
+    AuthProfiles,  # prepare: the storage state it starts from, where its end state goes
+    RecipeReplay,  # prepare: the recipe it replays; settle: what the run teaches the recipe
+    Politeness,  # hold: the slot on its site; attach: the gate its navigations ask
+    Artifacts,  # prepare: its folder in the artifact store
+    FirstCommand,  # attach: when its tab sends its first command
+    LiveViews,  # during: the screencast while someone watches
+    ResultLimits,  # settle: the result's size limit, large results offloaded
+    KeptSessions,  # settle/after: the session kept for follow-ups
+)
+
+__all__ = ["FEATURES"]

@@ -1,0 +1,35 @@
+"""Result limits and offloading: a result fits the record, or goes to the artifact store, or is refused.
+
+Final answer, data and steps above ``BROWSERD_ARTIFACT_INLINE_BYTES`` go to the artifact store
+(the run's own ``result.json``), so the Redis record stays small and ``GET /v1/jobs/{id}`` reads
+them back; if the store cannot take them, the record keeps them. A result above
+``BROWSERD_MAX_RESULT_BYTES`` is refused whole: the job fails ``invalid_output`` naming the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from workers.agent.failures import failure
+from workers.jobs.artifacts import offload
+from workers.jobs.errors import ResultTooLarge
+from workers.jobs.models import JobResult
+from workers.pipeline.feature import Feature
+from workers.pipeline.run import JobRun
+
+log = logging.getLogger("browserd.worker")
+
+
+class ResultLimits(Feature):
+    async def settle(self, run: JobRun, result: JobResult) -> JobResult:
+        size, limit = len(result.model_dump_json()), self.settings.max_result_bytes
+        if size > limit:
+            return failure(ResultTooLarge(size, limit), started=result.started_at)
+        try:
+            return await asyncio.to_thread(offload, result, self.services.artifacts.job(run.job_id),
+                                           self.settings.artifact_inline_bytes, run.number)
+        except Exception as exc:
+            log.warning("job %s: large result kept in the record (artifact store: %s: %s)", run.job_id,
+                        type(exc).__name__, exc)
+            return result
