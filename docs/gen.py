@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -105,7 +106,7 @@ def _type(schema: dict[str, Any]) -> str:
             shown = " or ".join(_type(s) for s in options) or "null"
             return shown + (" or null" if len(options) < len(schema[key]) else "")
     if "const" in schema:
-        return f"`{schema['const']!r}`".replace("'", '"')
+        return f"`{json.dumps(schema['const'])}`"
     if "enum" in schema:
         return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
     kind = schema.get("type")
@@ -121,13 +122,16 @@ def _type(schema: dict[str, Any]) -> str:
     return f"`{kind}`" + (f" ({schema['format']})" if "format" in schema else "")
 
 
-CONSTRAINTS = (("minimum", "≥ {}"), ("exclusiveMinimum", "> {}"), ("maximum", "≤ {}"), ("exclusiveMaximum", "< {}"),
-               ("minLength", "at least {} characters"), ("maxLength", "at most {} characters"),
-               ("minItems", "at least {} items"), ("maxItems", "at most {} items"), ("pattern", "matches `{}`"))
+CONSTRAINTS = (("minimum", "≥ {}"), ("exclusiveMinimum", "more than {}"), ("maximum", "≤ {}"),
+               ("exclusiveMaximum", "less than {}"), ("minLength", "length ≥ {}"), ("maxLength", "length ≤ {}"),
+               ("minItems", "items ≥ {}"), ("maxItems", "items ≤ {}"), ("pattern", "pattern `{}`"))
 
 
 def _constraints(schema: dict[str, Any]) -> list[str]:
-    found = [text.format(schema[key]) for key, text in CONSTRAINTS if key in schema]
+    def shown(value: Any) -> Any:  # 1.0 -> 1: bounds of integer fields come as floats
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    found = [text.format(shown(schema[key])) for key, text in CONSTRAINTS if key in schema]
     for key in ("anyOf", "oneOf"):
         for option in schema.get(key, []):
             found += _constraints(option)
@@ -138,8 +142,9 @@ def _field_rows(schema: dict[str, Any]) -> list[list[str]]:
     required = set(schema.get("required", []))
     rows = []
     for name, prop in schema.get("properties", {}).items():
-        default = f"`{prop['default']!r}`".replace("'", '"') if "default" in prop else ""
-        notes = " ".join(filter(None, [_prose(prop.get("description")), "; ".join(_constraints(prop))]))
+        default = f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
+        bounds = _constraints(prop)
+        notes = " ".join(filter(None, [prop.get("description"), f"Bounds: {', '.join(bounds)}." if bounds else ""]))
         rows.append([f"`{name}`", _type(prop).replace("|", "\\|"), "yes" if name in required else "",
                      default.replace("|", "\\|"), _cell(notes)])
     return rows
