@@ -4,7 +4,7 @@
 
 Every ``import`` counts, at module level and inside functions alike (only ``if TYPE_CHECKING:``
 blocks are left out), because a function-level import that closes a circle still is one. The
-layers and the arrows allowed between them are the ones the README's layout table describes:
+layers and the arrows allowed between them are the ones docs/architecture.md describes:
 
     daemon (API, client, CLI) -> workers.jobs (kernel) <- workers (tasks, runtime) -> workers.agent -> dom -> cdp
     daemon.api -> daemon.console (the web console) -> workers.jobs

@@ -52,7 +52,7 @@ def _split_list(value: Any) -> Any:
 
 
 class Settings(BaseSettings):
-    """Every knob of browserd, with its default. The README's configuration table mirrors this."""
+    """Every knob of browserd, with its default. The docs' configuration page is written from this."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -453,7 +453,8 @@ def get_settings() -> Settings:
 
 
 def settings_table() -> str:
-    """The README's configuration table, generated so that it cannot drift from the code."""
+    """The configuration table of the docs (docs/reference/configuration.md, written by
+    ``python -m docs.gen``), generated so that it cannot drift from the code."""
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
     for name, field in Settings.model_fields.items():
         default = field.get_default(call_default_factory=True)

@@ -348,10 +348,10 @@ def test_prefork_children_are_merged_when_multiprocess_dir_is_set(tmp_path: Path
     assert value(samples, "browserd_worker_info", worker="browserd-1@h") == 1
 
 
-def test_readme_documents_every_metric() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_docs_document_every_metric() -> None:
+    page = (REPO / "docs" / "metrics.md").read_text()
     families = [f for m in metrics.EVENT_METRICS for f in m.describe()]
     families += [*metrics.POOLS.describe(), *metrics.WORKER_INFO.describe(), *metrics.RedisCollector._families(None)]
     exposed = {f.name + {"counter": "_total", "info": "_info"}.get(f.type, "") for f in families}
-    missing = {name for name in exposed if f"`{name}`" not in readme and f"`{name}{{" not in readme}
+    missing = {name for name in exposed if f"`{name}`" not in page and f"`{name}{{" not in page}
     assert not missing, sorted(missing)

@@ -15,7 +15,7 @@ A job kept open for follow-ups runs several times in one session: each run (``be
 its own files, a follow-up's named ``run-N-...`` (``run_name``), and its result lists only its own.
 
 Text artifacts (logs, HTML, page text) are scrubbed of the job's secrets like its records; a
-screenshot is an image of the user's page, kept as it is (README, security notes). Nothing that
+screenshot is an image of the user's page, kept as it is (docs/security.md). Nothing that
 fails here fails the job: it is logged, and the job's result simply lists fewer artifacts.
 """
 

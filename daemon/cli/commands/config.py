@@ -11,7 +11,7 @@ from config import env_name, load_settings, settings_table
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("config", help="print the effective settings (secrets masked)")
     p.add_argument("--json", action="store_true", help="print JSON instead of NAME=value lines")
-    p.add_argument("--markdown", action="store_true", help="print the README's table of every setting")
+    p.add_argument("--markdown", action="store_true", help="print the table of every setting (docs/reference/configuration.md)")
     p.set_defaults(handler=run)
 
 
