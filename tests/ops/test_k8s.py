@@ -13,6 +13,7 @@ import json
 import os
 import re
 import runpy
+import shutil
 import subprocess
 import tomllib
 from functools import cache
@@ -58,9 +59,20 @@ JOB_MIB = 130  # each running job with its warm spare context (BROWSERD_POOL_MAX
 QUANTITY = re.compile(r"^(\d+)(Mi|Gi)$")
 
 
+def canonical(found: list[Resource]) -> list[str]:
+    return sorted(json.dumps(resource, sort_keys=True) for resource in found)
+
+
 @cache
 def rendered(overlay: str) -> tuple[Resource, ...]:
-    return tuple(render(K8S / overlay))
+    """The overlay as tests/support/kustomize.py renders it, and, where kubectl is installed, exactly
+    what `kubectl kustomize` prints (as the compose tests use docker-compose when it is there)."""
+    ours = render(K8S / overlay)
+    if shutil.which("kubectl"):
+        done = subprocess.run(["kubectl", "kustomize", str(K8S / overlay)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert canonical([r for r in yaml.safe_load_all(done.stdout) if r]) == canonical(ours), overlay
+    return tuple(ours)
 
 
 def resources(overlay: str) -> list[Resource]:
