@@ -27,7 +27,8 @@ from config import Settings, get_settings, load_settings
 from tests.support.servers import SITE, RecordingServer, StaticServer, WebSocketRecorder, serve
 from tests.support.sockets import listening_pids
 from workers.agent import run_job
-from workers.jobs.models import JobResult, JobSpec
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
 
 PAGES = ["127.0.0.1/32"]  # the fixture pages' own address, opened per job like a user would
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]

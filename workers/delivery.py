@@ -24,24 +24,23 @@ import cdp
 from config import Settings, bind, note
 from workers.agent import AgentEvent, Around, JobSession, ProfileIO
 from workers.instrument import PrometheusTelemetry
-from workers.jobs import Claim, Finisher, JobStore
-from workers.jobs.artifacts import ArtifactStore, JobArtifacts, offload
-from workers.jobs.credentials import CredentialStore
-from workers.jobs.domain_limits import SlotWaitCancelled, SlotWaitExpired
+from workers.jobs.artifacts.offload import offload
+from workers.jobs.artifacts.store import ArtifactStore, JobArtifacts
+from workers.jobs.lifecycle.finishing import Finisher
 from workers.jobs.metrics import observe_step
-from workers.jobs.politeness import job_domain, limits_for
-from workers.jobs.profiles import ProfileMissing, ProfileStore, StorageState
-from workers.jobs.records import AGENT_EVENT
-from workers.jobs.models import (
-    FailureCategory,
-    JobResult,
-    JobSpec,
-    JobStatus,
-    RunRecord,
-    StepRecord,
-)
-from workers.jobs.store import FollowUp
-from workers.jobs.secrets import SecretsUnavailable, open_secrets
+from workers.jobs.model.record import AGENT_EVENT
+from workers.jobs.model.result import JobResult, RunRecord, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.politeness.domains import job_domain
+from workers.jobs.politeness.options import limits_for
+from workers.jobs.politeness.slots import SlotWaitCancelled, SlotWaitExpired
+from workers.jobs.profiles.models import ProfileMissing, StorageState
+from workers.jobs.profiles.store import ProfileStore
+from workers.jobs.secrets.credentials import CredentialStore
+from workers.jobs.secrets.sealing import SecretsUnavailable, open_secrets
+from workers.jobs.store.jobs import FollowUp, JobStore
+from workers.jobs.store.outcomes import Claim
 from workers.politeness import Politeness
 from workers.recipes import RecipeRun, Recipes, RecipeUnavailable
 from workers.screencast import LiveView

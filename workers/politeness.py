@@ -29,12 +29,13 @@ import httpx
 import cdp
 from config import Settings
 from workers.agent import URLBlocked
-from workers.jobs import JobStore
-from workers.jobs.domain_limits import DomainLimits, HeldSlot
 from workers.jobs.metrics import politeness_waiting
-from workers.jobs.politeness import PolitenessLimits, url_domain
-from workers.jobs.records import POLITENESS_EVENT
-from workers.jobs.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
+from workers.jobs.model.record import POLITENESS_EVENT
+from workers.jobs.politeness.domains import url_domain
+from workers.jobs.politeness.options import PolitenessLimits
+from workers.jobs.politeness.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
+from workers.jobs.politeness.slots import DomainLimits, HeldSlot
+from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.politeness")
 

@@ -17,16 +17,15 @@ from redis.exceptions import RedisError
 import workers.jobs.metrics as metrics
 from config import Settings
 from workers.jobs.errors import JobsError, SpecError
-from workers.jobs.models import JobResult, JobSpec, JobStatus
-from workers.jobs.recipes import (
-    RecipeStore,
-    ReplayPlan,
-    check_params,
-    infer_params,
-    params_from_task,
-    recipe_from_run,
-)
-from workers.jobs.store import JobStore
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.recipes.checks import check_params
+from workers.jobs.recipes.models import ReplayPlan
+from workers.jobs.recipes.recording import infer_params, recipe_from_run
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.recipes.templates import params_from_task
+from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.worker")
 

@@ -25,12 +25,13 @@ from config import ConfigError, Settings
 from workers.agent import LLMProviderError, provider_class
 from workers.delivery import Deliveries, Delivered
 from workers.instrument import serve_metrics
-from workers.jobs import JobStore, connect
 from workers.jobs.metrics import instrument_pool
-from workers.jobs.models import JobStatus
-from workers.jobs.queue import default_node_name
+from workers.jobs.model.status import JobStatus
+from workers.jobs.queue.app import default_node_name
 from workers.jobs.reconcile import Reconciler
-from workers.jobs.sessions import SessionStore
+from workers.jobs.sessions.store import SessionStore
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 from workers.session_host import SessionHost
 
 log = logging.getLogger("browserd.worker")

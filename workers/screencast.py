@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import cdp
-from workers.jobs import JobStore
 from workers.jobs.live import publish_frame, watched
+from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.worker")
 

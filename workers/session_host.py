@@ -19,8 +19,8 @@ import cdp
 from config import Settings, bind
 from workers.agent import SessionBrowser
 from workers.jobs.metrics import observe_session_command, observe_session_ended
-from workers.jobs.session_models import SessionCommand, SessionRecord, SessionReply
-from workers.jobs.sessions import OPEN_REQUEST, SessionStore
+from workers.jobs.sessions.models import SessionCommand, SessionRecord, SessionReply, SessionStatus
+from workers.jobs.sessions.store import OPEN_REQUEST, SessionStore
 
 log = logging.getLogger("browserd.worker")
 
@@ -40,8 +40,8 @@ class SessionHost:
         """Serve the session to its end; returns why it ended."""
         with bind(session_id=self.session_id):
             record = await self.store.get(self.session_id)
-            if record is None or record.state != "opening" or not await self.store.beat(self.session_id,
-                                                                                        worker=self.worker_id):
+            if record is None or record.state is not SessionStatus.opening or not await self.store.beat(
+                    self.session_id, worker=self.worker_id):
                 log.info("session %s: not opened (dropped before a worker took it)", self.session_id)
                 return "gone"
             reason = "failed"
@@ -74,7 +74,7 @@ class SessionHost:
                     await self.store.reply(self.session_id, OPEN_REQUEST, opened)
                     self.opened = True
                     return "start_failed"
-            await self.store.beat(self.session_id, state="open", url=opened.url)
+            await self.store.beat(self.session_id, state=SessionStatus.open, url=opened.url)
             await self.store.reply(self.session_id, OPEN_REQUEST, opened)
             self.opened = True
             log.info("session %s: open on %s", self.session_id, opened.url)

@@ -20,8 +20,10 @@ from celery.signals import (
 
 from config import get_settings
 from config import setup_logging as configure_logging
-from workers.jobs.models import JobStatus, Priority
-from workers.jobs.queue import QUEUES, RUN_JOB, SESSIONS_QUEUE, app, hard_limit
+from workers.jobs.model.status import JobStatus, Priority
+from workers.jobs.queue.app import app
+from workers.jobs.queue.limits import hard_limit
+from workers.jobs.queue.names import QUEUES, RUN_JOB, SESSIONS_QUEUE
 from workers.runtime import get_runtime, name_node, stale_after, stop_runtime
 
 log = logging.getLogger("browserd.worker")

@@ -1,7 +1,7 @@
 """``/v1/sessions``: interactive browser sessions for an external agent, served by workers.
 
 The API holds no browser and no session: it writes the record, hands the session to a worker on
-the ``sessions`` queue and relays each command through Redis (``workers.jobs.sessions``), so any
+the ``sessions`` queue and relays each command through Redis (``workers.jobs.sessions.store``), so any
 API replica can answer for any session. Refusals: 404 for a session that is not open (never was,
 closed, idle past its timeout, worker gone), 400 ``action_failed`` with the action's own message,
 403 ``url_blocked`` for a URL the egress policy refuses, 422 for bad arguments, 429 at
@@ -18,14 +18,14 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from config import Settings
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody
-from workers.jobs.errors import (
+from workers.jobs.sessions.errors import (
     SessionCommandFailed,
     SessionError,
     SessionLimitReached,
     SessionNotFound,
     SessionUnresponsive,
 )
-from workers.jobs.session_models import (
+from workers.jobs.sessions.models import (
     ClickArgs,
     Command,
     CommandResult,
@@ -41,7 +41,7 @@ from workers.jobs.session_models import (
     TabList,
     TypeArgs,
 )
-from workers.jobs.sessions import SessionStore, open_session
+from workers.jobs.sessions.store import SessionStore, open_session
 
 FAILED_STATUS = {"url_blocked": 403, "action_failed": 400, "start_failed": 400, "invalid": 422}
 

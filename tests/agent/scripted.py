@@ -6,7 +6,8 @@ from typing import Any
 
 from tests.support.llm_server import Reply
 from workers.agent import run_job
-from workers.jobs.models import JobResult, JobSpec
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
 
 NAVIGATOR = "AgentOutput"
 PLANNER = "PlannerOutput"

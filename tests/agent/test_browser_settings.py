@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
 from workers.agent import run_job
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 from tests.support.proxies import PASSWORD, USERNAME, ProxyProcess, free_port, running_proxy
 
 PROBE = """<!doctype html><html><head><title>probe</title>

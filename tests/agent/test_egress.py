@@ -21,7 +21,8 @@ from config.networks import network_kind
 from config import load_settings
 from workers.agent import run_job
 from tests.support.servers import WebSocketRecorder
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]
 

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.llm_server import Reply
 from workers.agent import AgentEvent, run_job
-from workers.jobs.models import JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 
 class Recorder:

@@ -7,7 +7,8 @@ from urllib.parse import quote
 import pytest
 
 from workers.agent import UrlPolicy, run_job
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 
 @pytest.mark.parametrize("url, reason", [

@@ -19,7 +19,8 @@ import dom
 from tests.agent.miniwob_oracle import HorizonOracle, oracle
 from tests.support.servers import StaticServer, serve
 from workers.agent import run_job
-from workers.jobs.models import JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 _spec = importlib.util.find_spec("miniwob")
 HTML = Path(_spec.origin).parent / "html" if _spec and _spec.origin else None

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 
 from workers.agent import URLBlocked, run_job
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 
 class RecordingGate:

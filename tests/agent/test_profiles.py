@@ -12,8 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from workers.agent import ProfileIO, run_job
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
-from workers.jobs.profiles import StorageState
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.profiles.models import StorageState
 
 LOGIN = """<!doctype html><title>login</title><h1>signed in</h1>
 <script>localStorage.setItem('token', 'tok-' + 41); document.cookie = 'theme=dark; path=/; max-age=3600';</script>"""

@@ -11,8 +11,10 @@ from tests.agent.scripted import PLANNER, act, last_state, plan, task_of
 from tests.support.llm_server import Reply, offered_tool
 from tests.support.shop import CHANGED_FIELDS, ShopModel, SwitchableShop, last_model_output, task
 from workers.agent import run_job
-from workers.jobs.models import JobSpec, JobStatus
-from workers.jobs.recipes import ReplayPlan, infer_params, recipe_from_run
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.recipes.models import ReplayPlan
+from workers.jobs.recipes.recording import infer_params, recipe_from_run
 
 
 @pytest.fixture

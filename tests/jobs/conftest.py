@@ -8,7 +8,10 @@ import pytest
 import pytest_asyncio
 
 from tests.support.redis_server import RedisServer, redis_server
-from workers.jobs import JobStore, Keys, connect, new_id
+from workers.jobs.ids import new_id
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.keys import Keys
 
 
 @pytest.fixture(scope="module")

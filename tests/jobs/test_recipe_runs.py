@@ -8,9 +8,10 @@ from pydantic import ValidationError
 
 from config import load_settings
 from tests.jobs.test_recipes import TASK, run_steps
-from workers.jobs.models import JobSpec
-from workers.jobs.politeness import job_domain
-from workers.jobs.recipes import Recipe, RecipeStep, ReplayPlan, recipe_from_run
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.politeness.domains import job_domain
+from workers.jobs.recipes.models import Recipe, RecipeStep, ReplayPlan
+from workers.jobs.recipes.recording import recipe_from_run
 from workers.recipes import RecipeRun, Recipes
 
 

@@ -22,15 +22,12 @@ from cdp import BrowserPool, PoolConfig
 from tests.ops.exposition import Samples, names, parse, scrape, value
 from tests.support.redis_server import RedisServer, free_port, redis_server
 from workers.jobs import metrics
-from workers.jobs.keys import Keys
-from workers.jobs.models import (
-    FailureCategory,
-    JobResult,
-    JobSpec,
-    JobStatus,
-    StepRecord,
-)
-from workers.jobs.store import JobStore, connect
+from workers.jobs.model.result import JobResult, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.keys import Keys
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -119,8 +116,7 @@ async def test_daemon_metrics_read_jobs_queues_and_workers_from_redis(redis: Red
 
 def test_the_webhook_queue_is_counted_under_its_own_name() -> None:
     """The queue depth counts every queue a worker consumes, the webhooks' and the sessions' own included."""
-    from workers.jobs.queue import QUEUES as JOB_QUEUES
-    from workers.jobs.queue import SESSIONS_QUEUE, WEBHOOK_QUEUE
+    from workers.jobs.queue.names import QUEUES as JOB_QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
 
     assert metrics.DEPTH_QUEUES == (*JOB_QUEUES, WEBHOOK_QUEUE, SESSIONS_QUEUE)
 
@@ -321,7 +317,7 @@ PREFORK = textwrap.dedent(
     """
     import multiprocessing, sys
     from workers.jobs import metrics
-    from workers.jobs.models import JobStatus
+    from workers.jobs.model.status import JobStatus
 
     def child(n):
         for _ in range(n):

@@ -18,8 +18,9 @@ import pytest
 import workers.delivery
 from config import Settings
 from tests.support.redis_server import RedisServer, redis_server
-from workers.jobs import JobStore, connect
-from workers.jobs.models import JobSpec
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 from workers.runtime import WorkerRuntime
 
 
@@ -42,7 +43,8 @@ class Stubborn:
                 await asyncio.sleep(0.05)
             except asyncio.CancelledError:
                 self.cancels += 1  # the bug under test: the cancel is ignored
-        from workers.jobs.models import JobResult, JobStatus
+        from workers.jobs.model.result import JobResult
+        from workers.jobs.model.status import JobStatus
 
         return JobResult(status=JobStatus.succeeded, final_answer="too late")
 

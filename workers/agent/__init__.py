@@ -3,7 +3,7 @@
 ``run_job(spec, lease, ...)`` runs one job (a task with the LLM agents, or a script of actions
 with no LLM) and returns its ``JobResult``, reporting steps (``on_step``) and execution events
 (``on_event``) as they happen. Scripts are checked up front by the job kernel's
-``workers.jobs.actions.validate_script``, against the same parameter schemas the actions here run.
+``workers.jobs.model.actions.validate_script``, against the same parameter schemas the actions here run.
 ``SessionBrowser`` runs the same actions one command at a time for an interactive session.
 Given an ``artifacts`` folder, it keeps there the screenshots, final page, logs and downloads the
 spec's ``artifacts`` option asks for (``workers.agent.artifacts``).

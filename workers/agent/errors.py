@@ -6,7 +6,7 @@ only counts towards ``max_failures`` so that the model can try something else.
 
 from __future__ import annotations
 
-from workers.jobs.models import FailureCategory
+from workers.jobs.model.status import FailureCategory
 
 
 class AgentError(Exception):

@@ -34,7 +34,9 @@ from workers.agent.planner import PlannerOutput, plan
 from workers.agent.prompts import SECURITY_RULES, navigator_system
 from workers.agent.recorder import StepLog
 from workers.agent.vision import WITHHELD, Screenshot, look
-from workers.jobs.models import FailureCategory, JobSpec, StepRecord
+from workers.jobs.model.result import StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory
 
 
 @dataclass(frozen=True)

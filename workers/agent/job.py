@@ -47,12 +47,14 @@ from workers.agent.replay import run_replay
 from workers.agent.script import run_script
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import SILENT, Telemetry
-from workers.jobs.artifacts import JobArtifacts
+from workers.jobs.artifacts.store import JobArtifacts
 from workers.jobs.errors import JobsError
-from workers.jobs.models import FailureCategory, JobResult, JobSpec, JobStatus, StepRecord
-from workers.jobs.output import validate
-from workers.jobs.recipes import ReplayPlan
-from workers.jobs.secrets import open_secrets, proxy_password
+from workers.jobs.model.result import JobResult, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.recipes.models import ReplayPlan
+from workers.jobs.secrets.sealing import open_secrets, proxy_password
+from workers.jobs.specs.output import validate
 
 log = logging.getLogger("browserd.agent")
 

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from config import load_settings, setup_logging
-from workers.jobs.actions import validate_script
-from workers.jobs.models import JobSpec
+from workers.jobs.model.actions import validate_script
+from workers.jobs.model.spec import JobSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
