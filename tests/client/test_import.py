@@ -24,4 +24,6 @@ def test_importing_the_client_loads_no_server_dependency() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, check=True)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert sorted({m.split(".")[0] for m in loaded} & set(SERVER_MODULES)) == []
-    assert [m for m in loaded if m.split(".")[0] in ("cdp", "dom") or m.startswith(("workers.agent", "daemon.api"))] == []
+    browser_or_api = [m for m in loaded if m.split(".")[0] in ("cdp", "dom")
+                      or m.startswith(("workers.agent", "daemon.api"))]
+    assert browser_or_api == []

@@ -12,7 +12,7 @@ worker runs a pass when it starts; a Redis lock lets one pass run at once. A pas
   broker lost the message): so an idempotency key always ends up naming a job that runs. A
   duplicate message is harmless: ``START`` lets one delivery run the job;
 * repairs batches whose submitter died mid-way (``total`` becomes the jobs actually recorded);
-* publishes outbox entries left behind (``outbox``), and trims index entries of expired records;
+* publishes outbox entries left behind (``webhooks.outbox``), and trims index entries of expired records;
 * deletes the artifact folders of those expired records (``artifacts``): artifacts live as long
   as their job's record, ``BROWSERD_RESULT_TTL``.
 """

@@ -7,7 +7,7 @@ validated here so the API refuses bad values with the field named (422), long be
 A ``proxy`` is the user's own upstream proxy. It never replaces browserd's egress proxy: the
 context still goes through its gate (``cdp.egress``), which judges every destination and then
 connects *through* the upstream proxy instead of directly. Its password is a secret: sealed into
-``sealed_password`` at submission (``secrets.seal_spec``), shown masked in the record.
+``sealed_password`` at submission (``secrets.sealing.seal_spec``), shown masked in the record.
 """
 
 from __future__ import annotations

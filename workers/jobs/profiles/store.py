@@ -13,8 +13,9 @@ a job that names the profile, and never reaches a log, a job record or a metric.
 
 Concurrency: **last writer wins, with a version.** Every write (an import, a job's save) bumps
 the profile's version in one Lua call (``profile_put.lua``), so two jobs saving at once both
-succeed, one after the other, and the profile holds whichever wrote last. An import may pass ``if_version`` to write only
-over the version it read (compare-and-set; ``ProfileConflict`` otherwise).
+succeed, one after the other, and the profile holds whichever wrote last. An import may pass
+``if_version`` to write only over the version it read (compare-and-set; ``ProfileConflict``
+otherwise).
 """
 
 from __future__ import annotations

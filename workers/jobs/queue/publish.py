@@ -20,7 +20,7 @@ def send_job(job_id: str, priority: Priority, soft_limit: float) -> None:
 def send_webhook(url: str, event: str, payload: dict[str, Any], delivery_id: str | None = None) -> None:
     """Queue one webhook delivery on its own queue (blocking I/O: call it off the event loop).
 
-    ``delivery_id`` names the notification (``outbox``): however often it is queued, the
+    ``delivery_id`` names the notification (``webhooks.outbox``): however often it is queued, the
     receiver gets it once.
     """
     app.send_task(DELIVER_WEBHOOK, (url, event, payload), {"delivery_id": delivery_id}, queue=WEBHOOK_QUEUE)

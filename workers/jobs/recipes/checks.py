@@ -31,7 +31,8 @@ def check_params(recipe: Recipe, given: dict[str, str]) -> None:
     for name in given:
         if name not in recipe.params:
             known = ", ".join(recipe.params) or "none"
-            raise SpecError.at(f"params.{name}", f"recipe {recipe.name!r} has no such parameter (its parameters: {known})")
+            raise SpecError.at(f"params.{name}",
+                               f"recipe {recipe.name!r} has no such parameter (its parameters: {known})")
 
 
 async def check_recipe_job(spec: JobSpec, recipes: RecipeStore) -> None:

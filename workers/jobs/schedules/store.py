@@ -5,7 +5,7 @@ Two records per schedule, both in Redis:
 * the RedBeat entry (``beat``), which ``browserd beat`` reads to send ``browserd.run_schedule(id)``
   when it is due; pausing a schedule disables this entry;
 * ``P schedule:{id}`` with the template, the overlap policy and run bookkeeping, plus the set
-  ``P schedules``; each run's batch id goes into ``P schedule:{id}:runs`` (``batches``).
+  ``P schedules``; each run's batch id goes into ``P schedule:{id}:runs`` (``batches.store``).
 
 Every run is a batch carrying the schedule's id. With policy ``skip`` (the default) a run is
 skipped while the previous run's batch is still unfinished; with ``queue`` it is queued anyway.

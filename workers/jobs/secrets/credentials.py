@@ -1,4 +1,4 @@
-"""Named credential sets: secrets stored once, sealed, and referenced by jobs (``credentials``).
+"""Named credential sets: secrets stored once, sealed, and referenced by jobs (``JobSpec.credentials``).
 
 One hash (``Keys.credentials``) maps a set's name to JSON holding its secret names, its creation
 time and its values as one Fernet token (``sealing.seal``). Listing shows names only; the values

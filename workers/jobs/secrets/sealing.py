@@ -3,9 +3,10 @@
 A job's ``secrets`` arrive in the submission in clear and leave it sealed: ``seal_spec`` encrypts
 them into ``sealed_secrets`` (one Fernet token of the whole mapping), and the record keeps only
 their names (pydantic writes a ``SecretStr`` as asterisks). A stored credential set
-(``credentials``) and an auth profile (``profiles.store``) are sealed the same way. Only a process holding the key, the worker about to run
-the job, opens them (``open_secrets``), and hands the values to the agent, which types them in the
-browser and keeps them out of every prompt, record, event and log.
+(``credentials``) and an auth profile (``profiles.store``) are sealed the same way. Only a process
+holding the key, the worker about to run the job, opens them (``open_secrets``), and hands the
+values to the agent, which types them in the browser and keeps them out of every prompt, record,
+event and log.
 
 Fernet (AES-128-CBC + HMAC-SHA256, from ``cryptography``) rather than anything of our own: a
 tampered or foreign token fails to open instead of yielding garbage.
