@@ -30,6 +30,7 @@ from workers.jobs.sessions.models import (
     Command,
     CommandResult,
     NavigateArgs,
+    ReplyCode,
     ScrollArgs,
     SelectArgs,
     SessionList,
@@ -43,7 +44,8 @@ from workers.jobs.sessions.models import (
 )
 from workers.jobs.sessions.store import SessionStore, open_session
 
-FAILED_STATUS = {"url_blocked": 403, "action_failed": 400, "start_failed": 400, "invalid": 422}
+FAILED_STATUS = {ReplyCode.url_blocked: 403, ReplyCode.action_failed: 400, ReplyCode.start_failed: 400,
+                 ReplyCode.invalid: 422}
 
 router = APIRouter(prefix="/v1/sessions", dependencies=[Depends(require_token)], responses={
     **ERRORS,
@@ -71,7 +73,7 @@ def as_api_error(exc: SessionError) -> ApiError:
     if isinstance(exc, SessionUnresponsive):
         return ApiError(504, "session_unresponsive", str(exc))
     if isinstance(exc, SessionCommandFailed):
-        return ApiError(FAILED_STATUS.get(exc.code, 400), exc.code, exc.message)
+        return ApiError(FAILED_STATUS.get(exc.code, 400), exc.code.value, exc.message)
     return ApiError(500, "internal", str(exc))
 
 

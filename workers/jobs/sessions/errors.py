@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workers.jobs.errors import JobsError
+from workers.jobs.sessions.models import ReplyCode
 
 
 class SessionError(JobsError):
@@ -35,9 +36,9 @@ class SessionUnresponsive(SessionError):
 
 
 class SessionCommandFailed(SessionError):
-    """A command ran on the page and failed; ``code`` is ``action_failed``, ``url_blocked`` or ``start_failed``,
-    the message the action's own (what the navigator would read)."""
+    """A command ran on the page and failed; ``code`` is ``action_failed``, ``url_blocked``, ``start_failed``
+    or ``invalid``, the message the action's own (what the navigator would read)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ReplyCode, message: str) -> None:
         self.code, self.message = code, message
         super().__init__(message)

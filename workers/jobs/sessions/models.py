@@ -28,10 +28,19 @@ class SessionStatus(StrEnum):
     open = "open"
 
 
+class ReplyCode(StrEnum):
+    """Why a command failed (``SessionReply.code``); the API maps each to a status."""
+
+    action_failed = "action_failed"  # the action ran on the page and failed
+    url_blocked = "url_blocked"  # the egress policy refused the address
+    start_failed = "start_failed"  # the session could not open its first page
+    closed = "closed"  # the session ended before the command ran
+    invalid = "invalid"  # the arguments do not fit the command
+
+
 Command = Literal["navigate", "state", "click", "type", "select", "scroll", "screenshot", "tabs", "close"]
 COMMANDS: tuple[Command, ...] = ("navigate", "state", "click", "type", "select", "scroll", "screenshot", "tabs",
                                  "close")
-ReplyCode = Literal["action_failed", "url_blocked", "start_failed", "closed", "invalid"]
 MAX_TYPED = 10_000  # characters one type command may enter
 
 Index = Field(ge=0, description="index of the element in the session's last state, the n of [n]")

@@ -32,6 +32,7 @@ from workers.jobs.sessions.models import (
     COMMAND_WAIT,
     OPEN_WAIT,
     Command,
+    ReplyCode,
     SessionCommand,
     SessionOptions,
     SessionRecord,
@@ -170,9 +171,9 @@ class SessionStore:
 def _checked(reply: SessionReply, session_id: str) -> SessionReply:
     if reply.ok:
         return reply
-    if reply.code == "closed":
+    if reply.code is ReplyCode.closed:
         raise SessionNotFound(session_id)
-    raise SessionCommandFailed(reply.code or "action_failed", reply.error or "the command failed")
+    raise SessionCommandFailed(reply.code or ReplyCode.action_failed, reply.error or "the command failed")
 
 
 def _record(raw: dict[str, str]) -> SessionRecord:
