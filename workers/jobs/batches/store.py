@@ -107,8 +107,7 @@ class BatchStore:
             if schedule_id:
                 pipe.zadd(self.keys.schedule_runs(schedule_id), {batch_id: created_at})
             await pipe.execute()
-        extra = {"batch": batch_id, **({"schedule": schedule_id} if schedule_id else {})}
-        argvs = [json.dumps(self.jobs.create_args(spec, max_steps=steps, extra=extra))
+        argvs = [json.dumps(self.jobs.create_args(spec, max_steps=steps, batch=batch_id, schedule=schedule_id))
                  for spec, steps in zip(specs, max_steps)]
         flat: list[Any] = []
         async with self.redis.pipeline(transaction=False) as pipe:

@@ -70,9 +70,10 @@ def _seconds(value: str | None) -> float | None:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def create_fields(spec: JobSpec, max_steps: int, extra: dict[str, str] | None) -> dict[str, Any]:
+def create_fields(spec: JobSpec, max_steps: int, *, batch: str | None = None,
+                  schedule: str | None = None) -> dict[str, Any]:
     """The fields a new job's hash is created with (``job_create.lua`` adds id, seq, created_at,
-    attempts and state); ``extra`` adds ``batch`` and ``schedule``."""
+    attempts and state): ``batch`` and ``schedule`` only for a job a batch (a schedule's run) made."""
     return {
         "spec": spec.model_dump_json(exclude_none=True),
         "priority": spec.priority.value,
@@ -80,7 +81,8 @@ def create_fields(spec: JobSpec, max_steps: int, extra: dict[str, str] | None) -
         "idempotency_key": spec.idempotency_key or "",
         "max_steps": max_steps,
         "webhook_url": str(spec.webhook_url) if spec.webhook_url else "",
-        **(extra or {}),
+        **({"batch": batch} if batch else {}),
+        **({"schedule": schedule} if schedule else {}),
     }
 
 

@@ -93,25 +93,21 @@ class JobStore:
 
     # --- writes ----------------------------------------------------------------------------
 
-    async def create(self, spec: JobSpec, *, max_steps: int, extra: dict[str, str] | None = None) -> Created:
-        """Record a queued job; with an idempotency key already in use, the existing job's id.
-
-        ``extra`` adds hash fields (``batch``; ``schedule`` also puts the job in that schedule's
-        index, for ``list(schedule=...)``).
-        """
-        job_id, created = await self._create(keys=[], args=self._create_args(spec, max_steps, extra))
+    async def create(self, spec: JobSpec, *, max_steps: int) -> Created:
+        """Record a queued job; with an idempotency key already in use, the existing job's id."""
+        job_id, created = await self._create(keys=[], args=self.create_args(spec, max_steps=max_steps))
         return Created(job_id, bool(int(created)))
 
-    def create_args(self, spec: JobSpec, *, max_steps: int, extra: dict[str, str] | None = None) -> list[Any]:
-        """The ``ARGV`` of one ``job_create.lua`` call (``batches.store`` runs many in one script)."""
-        return self._create_args(spec, max_steps, extra)
-
-    def _create_args(self, spec: JobSpec, max_steps: int, extra: dict[str, str] | None) -> list[Any]:
-        fields = codec.create_fields(spec, max_steps, extra)
+    def create_args(self, spec: JobSpec, *, max_steps: int, batch: str | None = None,
+                    schedule: str | None = None) -> list[Any]:
+        """The ``ARGV`` of one ``job_create.lua`` call (``batches.store`` runs many in one script): a
+        job of ``batch`` counts in it; a job of ``schedule`` also joins that schedule's index, for
+        ``list(schedule=...)``."""
+        fields = codec.create_fields(spec, max_steps, batch=batch, schedule=schedule)
         flat = [str(x) for pair in fields.items() for x in pair]
         indexes = [self.keys.label_index(k, v) for k, v in spec.labels.items()]
-        if (extra or {}).get("schedule"):
-            indexes.append(self.keys.schedule_jobs((extra or {})["schedule"]))
+        if schedule:
+            indexes.append(self.keys.schedule_jobs(schedule))
         key = spec.idempotency_key or ""
         return self._argv(new_id(), json.dumps(flat), key, self.result_ttl, *indexes)
 
