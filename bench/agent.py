@@ -30,7 +30,8 @@ from tests.support.llm_server import LLMServer, Reply
 from tests.support.servers import serve
 from tests.support.jobs import run_job
 from workers.agent.messages import CHARS_PER_TOKEN
-from workers.jobs.models import JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 Responder = Callable[[dict[str, Any]], Reply]
 MINIWOB_NETWORK = "127.0.0.1/32"  # where the task pages are served: closed to jobs unless opened

@@ -24,10 +24,17 @@ from urllib.parse import quote
 from cdp import BrowserPool, PoolConfig, process_tree
 from cdp.egress import Decision, NetworkPolicy, suffix_resolver
 from config import Settings, get_settings, load_settings
-from tests.support.servers import SITE, RecordingServer, StaticServer, WebSocketRecorder, serve
-from tests.support.sockets import listening_pids
 from tests.support.jobs import run_job
-from workers.jobs.models import JobResult, JobSpec
+from tests.support.servers import (
+    SITE,
+    RecordingServer,
+    StaticServer,
+    WebSocketRecorder,
+    serve,
+)
+from tests.support.sockets import listening_pids
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
 
 PAGES = ["127.0.0.1/32"]  # the fixture pages' own address, opened per job like a user would
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]
@@ -140,7 +147,9 @@ async def devtools_endpoint(stage: Stage) -> bool:
 
 
 def _api_stack(**settings: object):  # type: ignore[no-untyped-def]
-    from tests.queue.stack import stack  # a bench-only deployment helper, as bench.queue uses
+    from tests.queue.stack import (
+        stack,  # a bench-only deployment helper, as bench.queue uses
+    )
 
     return stack(**settings)
 

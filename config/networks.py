@@ -2,7 +2,7 @@
 stranger's word (a job's browser through the egress proxy, a webhook receiver).
 
 It lives in ``config`` because both the browser layer (``cdp.egress``) and the job kernel
-(``workers.jobs.destinations``) judge addresses, and neither may import the other.
+(``workers.jobs.webhooks.destinations``) judge addresses, and neither may import the other.
 """
 
 from __future__ import annotations

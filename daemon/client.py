@@ -31,15 +31,22 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from config import Settings, load_settings
-from workers.jobs import FINAL_STATES, BatchRecord, JobEvent, JobRecord
-from workers.jobs.batches import ResultLine
-from workers.jobs.models import ArtifactLink
-from workers.jobs.profiles import ProfileInfo, StorageState
-from workers.jobs.recipes import RecipeInfo
-from workers.jobs.records import FollowUpAccepted, JobPage, SubmittedJob
-from workers.jobs.schedules import Schedule
-from workers.jobs.session_models import CommandResult, SessionList, SessionRecord, SessionView, TabList
-from workers.jobs.sessions import COMMAND_WAIT, OPEN_WAIT
+from workers.jobs.batches.models import BatchRecord, ResultLine
+from workers.jobs.model.record import FollowUpAccepted, JobEvent, JobPage, JobRecord, SubmittedJob
+from workers.jobs.model.result import ArtifactLink
+from workers.jobs.model.status import FINAL_STATES
+from workers.jobs.profiles.models import ProfileInfo, StorageState
+from workers.jobs.recipes.models import RecipeInfo
+from workers.jobs.schedules.models import Schedule
+from workers.jobs.sessions.models import (
+    COMMAND_WAIT,
+    OPEN_WAIT,
+    CommandResult,
+    SessionList,
+    SessionRecord,
+    SessionView,
+    TabList,
+)
 
 STREAM_READ_TIMEOUT = 60.0  # the API sends a keep-alive every few seconds; silence this long: reconnect
 BATCH_SUBMIT_TIMEOUT = 120.0  # a batch of 100,000 jobs is checked and recorded before the answer

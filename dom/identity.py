@@ -41,7 +41,7 @@ _CSS_IDENT = re.compile(r"^-?[A-Za-z_][A-Za-z0-9_-]*$")
 
 @dataclass(frozen=True)
 class FrameStep:
-    """One ``<iframe>`` on the way down from the top document (``workers.jobs.locators.FrameHop``)."""
+    """One ``<iframe>`` on the way down from the top document (``workers.jobs.model.locators.FrameHop``)."""
 
     url: str
     attributes: dict[str, str]
@@ -51,7 +51,7 @@ class FrameStep:
 
 @dataclass(frozen=True)
 class Identity:
-    """The fields of ``workers.jobs.locators.Locator``, read from a capture (see ``to_json``)."""
+    """The fields of ``workers.jobs.model.locators.Locator``, read from a capture (see ``to_json``)."""
 
     frame_path: list[FrameStep]
     tag: str

@@ -10,7 +10,7 @@ second of three "Add to cart" buttons) on an unchanged page.
 
 The best candidate above ``threshold`` wins, unless another is as good within ``margin``: then
 ``LocatorAmbiguous``; nothing above the threshold is ``LocatorNotFound``. Both name the top
-candidates and their scores. The locator may be any object with ``workers.jobs.locators.Locator``'s
+candidates and their scores. The locator may be any object with ``workers.jobs.model.locators.Locator``'s
 fields (``LocatorLike``): dom cannot import the job kernel, and needs only to read them.
 """
 
@@ -47,7 +47,7 @@ class HopLike(Protocol):
 
 
 class LocatorLike(Protocol):
-    """What ``refind`` reads of a locator (``workers.jobs.locators.Locator`` and ``dom.Identity`` fit)."""
+    """What ``refind`` reads of a locator (``workers.jobs.model.locators.Locator`` and ``dom.Identity`` fit)."""
 
     @property
     def frame_path(self) -> Sequence[HopLike]: ...

@@ -12,9 +12,11 @@ import logging
 from typing import Any
 
 from config import get_settings
-from workers.jobs import JobStore, connect
-from workers.jobs.queue import RECONCILE, app
+from workers.jobs.queue.app import app
+from workers.jobs.queue.names import RECONCILE
 from workers.jobs.reconcile import Reconciler
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.reconcile")
 

@@ -24,13 +24,21 @@ import cdp
 from config import ConfigError, Settings
 from workers.agent import LLMProviderError, provider_class
 from workers.instrument import PrometheusTelemetry, serve_metrics
-from workers.jobs import JobStore, connect
 from workers.jobs.metrics import instrument_pool
-from workers.jobs.models import JobStatus
-from workers.jobs.queue import default_node_name
+from workers.jobs.model.status import JobStatus
+from workers.jobs.queue.app import default_node_name
 from workers.jobs.reconcile import Reconciler
-from workers.jobs.sessions import SessionStore
-from workers.pipeline import FEATURES, Delivered, DeliveryOutcome, Pipeline, Services, StoreRecords
+from workers.jobs.sessions.store import SessionStore
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
+from workers.pipeline import (
+    FEATURES,
+    Abandoned,
+    Delivered,
+    Pipeline,
+    Services,
+    StoreRecords,
+)
 from workers.session_host import SessionHost
 
 log = logging.getLogger("browserd.worker")
@@ -117,7 +125,7 @@ class WorkerRuntime:
             future.cancel()
             log.error("job %s passed its hard time limit (%gs); abandoned", job_id, hard)
             self._call(self.pipeline.abandon(job_id, hard), 10.0)
-            return Delivered(DeliveryOutcome.hard_limit, JobStatus.failed)
+            return Delivered(Abandoned.hard_limit, JobStatus.failed)
 
     def serve_session(self, session_id: str, hard: float) -> str:
         """Serve one interactive session to its end (or ``hard`` seconds); returns why it ended."""

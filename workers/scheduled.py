@@ -6,9 +6,11 @@ import asyncio
 import logging
 
 from config import get_settings
-from workers.jobs import JobStore, connect
-from workers.jobs.queue import RUN_SCHEDULE, app
-from workers.jobs.schedules import ScheduleStore
+from workers.jobs.queue.app import app
+from workers.jobs.queue.names import RUN_SCHEDULE
+from workers.jobs.schedules.store import ScheduleStore
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.schedules")
 

@@ -19,8 +19,8 @@ import cdp
 from config import Settings, bind
 from workers.agent import SessionBrowser
 from workers.jobs.metrics import observe_session_command, observe_session_ended
-from workers.jobs.session_models import SessionCommand, SessionRecord, SessionReply
-from workers.jobs.sessions import OPEN_REQUEST, SessionStore
+from workers.jobs.sessions.models import ReplyCode, SessionCommand, SessionRecord, SessionReply, SessionStatus
+from workers.jobs.sessions.store import OPEN_REQUEST, SessionStore
 
 log = logging.getLogger("browserd.worker")
 
@@ -40,8 +40,8 @@ class SessionHost:
         """Serve the session to its end; returns why it ended."""
         with bind(session_id=self.session_id):
             record = await self.store.get(self.session_id)
-            if record is None or record.state != "opening" or not await self.store.beat(self.session_id,
-                                                                                        worker=self.worker_id):
+            if record is None or record.state is not SessionStatus.opening or not await self.store.beat(
+                    self.session_id, worker=self.worker_id):
                 log.info("session %s: not opened (dropped before a worker took it)", self.session_id)
                 return "gone"
             reason = "failed"
@@ -53,10 +53,10 @@ class SessionHost:
                 log.warning("session %s: %s: %s: %s", self.session_id, reason, type(exc).__name__, exc)
                 if not self.opened:  # the opener is waiting: tell it why, not just that the session is gone
                     await self.store.reply(self.session_id, OPEN_REQUEST, SessionReply(
-                        ok=False, code="start_failed", error=f"the session could not start: {exc}"))
+                        ok=False, code=ReplyCode.start_failed, error=f"the session could not start: {exc}"))
                 elif self.running is not None:  # so is the sender of the command that met the failure
                     await self.store.reply(self.session_id, self.running.request, SessionReply(
-                        ok=False, code="action_failed", error=f"{reason}: {exc}; the session is closed"))
+                        ok=False, code=ReplyCode.action_failed, error=f"{reason}: {exc}; the session is closed"))
             finally:
                 await self._closed(reason)
             return reason
@@ -69,12 +69,13 @@ class SessionHost:
             if record.start_url:
                 opened = await session.run("navigate", {"url": record.start_url})
                 if not opened.ok:
-                    opened.code = "url_blocked" if opened.code == "url_blocked" else "start_failed"
+                    blocked = opened.code is ReplyCode.url_blocked
+                    opened.code = ReplyCode.url_blocked if blocked else ReplyCode.start_failed
                     opened.error = f"could not open the start URL: {opened.error}"
                     await self.store.reply(self.session_id, OPEN_REQUEST, opened)
                     self.opened = True
                     return "start_failed"
-            await self.store.beat(self.session_id, state="open", url=opened.url)
+            await self.store.beat(self.session_id, state=SessionStatus.open, url=opened.url)
             await self.store.reply(self.session_id, OPEN_REQUEST, opened)
             self.opened = True
             log.info("session %s: open on %s", self.session_id, opened.url)
@@ -115,4 +116,4 @@ class SessionHost:
 
     async def _refuse(self, command: SessionCommand, reason: str) -> None:
         await self.store.reply(self.session_id, command.request, SessionReply(
-            ok=False, code="closed", error=f"the session ended ({reason}) before this command ran"))
+            ok=False, code=ReplyCode.closed, error=f"the session ended ({reason}) before this command ran"))

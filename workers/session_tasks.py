@@ -16,7 +16,9 @@ from celery import Task
 from celery.signals import worker_shutting_down
 
 from config import get_settings
-from workers.jobs.queue import RUN_SESSION, app, hard_limit
+from workers.jobs.queue.app import app
+from workers.jobs.queue.limits import hard_limit
+from workers.jobs.queue.names import RUN_SESSION
 from workers.runtime import end_sessions, get_runtime
 
 log = logging.getLogger("browserd.worker")

@@ -20,8 +20,11 @@ from celery.signals import (
 
 from config import get_settings
 from config import setup_logging as configure_logging
-from workers.jobs.models import JobStatus, Priority
-from workers.jobs.queue import QUEUES, RUN_JOB, SESSIONS_QUEUE, app, hard_limit
+from workers.jobs.model.status import JobStatus, Priority
+from workers.jobs.queue.app import app
+from workers.jobs.queue.limits import hard_limit
+from workers.jobs.queue.names import QUEUES, RUN_JOB, SESSIONS_QUEUE
+from workers.jobs.store.outcomes import ClaimOutcome
 from workers.runtime import get_runtime, name_node, stale_after, stop_runtime
 
 log = logging.getLogger("browserd.worker")
@@ -53,7 +56,7 @@ def run_job_task(self: Task, job_id: str) -> str:
         log.error("worker runtime unavailable (%s); job %s goes back to the queue", exc, job_id)
         raise self.retry(countdown=RUNTIME_RETRY_SECONDS, max_retries=None) from exc
     delivered = runtime.run(job_id, hard)
-    if delivered.outcome == "busy":
+    if delivered.outcome is ClaimOutcome.busy:
         # Delivered again while a live run still holds the job (its heartbeat is fresh): look
         # again once that heartbeat would have gone stale, in case its worker is in fact dying.
         queue = (self.request.delivery_info or {}).get("routing_key") or Priority.normal.value

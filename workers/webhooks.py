@@ -1,7 +1,7 @@
 """Webhooks: a signed POST when a job or a batch finishes, delivered by a task of its own.
 
 Delivery is a separate Celery task (``browserd.deliver_webhook``, published by name with
-``workers.jobs.queue.send_webhook``) on its own queue, ``webhooks``,
+``workers.jobs.queue.publish.send_webhook``) on its own queue, ``webhooks``,
 so a slow or dead receiver never holds a job slot: the job finishes, the task is queued, and any
 worker consuming ``webhooks`` (every ``browserd worker`` does by default) posts it. A failure
 (connection error, timeout, 408, 429 or 5xx) raises ``WebhookFailed``, and Celery's own retry
@@ -12,12 +12,12 @@ attempt is counted by outcome in ``browserd_webhook_deliveries_total`` and timed
 ``webhooks`` queue's depth.
 
 Where it goes: the receiver's name is resolved at each attempt, every address it resolves to is
-judged by ``workers.jobs.destinations`` (public only, unless BROWSERD_WEBHOOK_ALLOWED_NETWORKS
+judged by ``workers.jobs.webhooks.destinations`` (public only, unless BROWSERD_WEBHOOK_ALLOWED_NETWORKS
 opens a network), and the POST connects to the address that was judged, never to a second lookup.
 Redirects are not followed: a 3xx is a failed delivery (a 302 must not turn the POST into a GET
 to an internal URL); a refused address is final too.
 
-Once per delivery id: the outbox (``workers.jobs.outbox``) may queue one notification more than
+Once per delivery id: the outbox (``workers.jobs.webhooks.outbox``) may queue one notification more than
 once (a crash between publishing and clearing it); each carries its ``delivery_id`` (in the body,
 ``webhook-id`` and ``X-Browserd-Delivery``), and ``DeliveryGuard`` posts each id once.
 
@@ -55,11 +55,13 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from config import get_settings
-from workers.jobs.destinations import IPAddress, IPNetwork, address_refusal, networks
-from workers.jobs.keys import Keys
+from config.networks import IPAddress, IPNetwork
 from workers.jobs.metrics import observe_webhook
-from workers.jobs.outbox import DeliveryGuard
-from workers.jobs.queue import DELIVER_WEBHOOK, app
+from workers.jobs.queue.app import app
+from workers.jobs.queue.names import DELIVER_WEBHOOK
+from workers.jobs.store.keys import Keys
+from workers.jobs.webhooks.destinations import address_refusal, networks
+from workers.jobs.webhooks.guard import DeliveryGuard
 
 log = logging.getLogger("browserd.webhooks")
 

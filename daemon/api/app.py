@@ -34,11 +34,12 @@ from daemon.api.deps import Store
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.limits import BodyLimit
 from daemon.api.request_metrics import RequestMetrics
-from workers.jobs import JobStore, connect
-from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.metrics import MetricsApp
-from workers.jobs.queue import broker_url, check_limits
-from workers.jobs.store import WORKER_FRESH_SECONDS
+from workers.jobs.queue.app import broker_url
+from workers.jobs.queue.limits import check_limits
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import WORKER_FRESH_SECONDS, JobStore
 
 
 class Health(BaseModel):

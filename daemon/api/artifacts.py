@@ -10,8 +10,9 @@ from starlette.concurrency import iterate_in_threadpool
 
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, invalid
-from workers.jobs.artifacts import ArtifactStore, JobArtifacts, NoSuchArtifact, UnsafeName, content_type, serving_headers
-from workers.jobs.models import ArtifactLink
+from workers.jobs.artifacts.names import NoSuchArtifact, UnsafeName, content_type, serving_headers
+from workers.jobs.artifacts.store import ArtifactStore, JobArtifacts
+from workers.jobs.model.result import ArtifactLink
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS)
 

@@ -16,10 +16,14 @@ from daemon.api.profiles import check_profiles, profile_store
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
-from workers.jobs import ArtifactStore, BatchRecord, BatchStore, JobSpec
-from workers.jobs.cancelling import cancel_batch as cancel_batch_in
-from workers.jobs.specs import parse_body, validate_jobs
-from workers.jobs.submission import submit_batch
+from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.batches.models import BatchRecord
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.lifecycle.cancelling import cancel_batch as cancel_batch_in
+from workers.jobs.lifecycle.submission import submit_batch
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.specs.batch_body import parse_body
+from workers.jobs.specs.checks import validate_jobs
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["batches"])
 

@@ -10,9 +10,11 @@ from fastapi import APIRouter, Depends, Request
 
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, invalid
-from workers.jobs import JobSpec, SpecError
-from workers.jobs.credentials import CredentialInfo, CredentialSet, CredentialStore
-from workers.jobs.secrets import NO_KEY
+from workers.jobs.errors import SpecError
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.secrets.credentials import CredentialStore
+from workers.jobs.secrets.models import CredentialInfo, CredentialSet
+from workers.jobs.secrets.sealing import NO_KEY
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["credentials"])
 

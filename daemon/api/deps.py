@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from daemon.api.errors import ApiError, ErrorBody
-from workers.jobs import JobStore
+from workers.jobs.store.jobs import JobStore
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},

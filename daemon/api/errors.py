@@ -20,8 +20,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from workers.jobs import QueueUnavailable, SpecError
-from workers.jobs.specs import field_name
+from workers.jobs.errors import QueueUnavailable, SpecError
+from workers.jobs.specs.checks import field_name
 
 log = logging.getLogger("browserd.api")
 

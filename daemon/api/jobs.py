@@ -13,15 +13,22 @@ from daemon.api.profiles import check_profiles, profile_store
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody, invalid
 from daemon.api.recipes import check_recipes, recipe_store
-import workers.jobs.steering as steering
-from workers.jobs import FollowUpRequest, JobRecord, JobResult, JobSpec, JobStatus, JobStore, SteerRefused, is_id
-from workers.jobs.artifacts import JobArtifacts, NoSuchArtifact, ainline
-from workers.jobs.cancelling import cancel_job as cancel_job_in
-from workers.jobs.records import FollowUpAccepted, JobPage, SubmittedJob
-from workers.jobs.specs import check_spec
-from workers.jobs.store import LIST_LIMIT_MAX
-from workers.jobs.streams import sse
-from workers.jobs.submission import submit_job as submit_to_queue
+import workers.jobs.lifecycle.steering as steering
+from workers.jobs.artifacts.names import NoSuchArtifact
+from workers.jobs.artifacts.offload import ainline
+from workers.jobs.artifacts.store import JobArtifacts
+from workers.jobs.ids import is_id
+from workers.jobs.lifecycle.cancelling import cancel_job as cancel_job_in
+from workers.jobs.lifecycle.steering import SteerRefusal, SteerRefused
+from workers.jobs.lifecycle.submission import submit_job as submit_to_queue
+from workers.jobs.model.record import FollowUpAccepted, JobPage, JobRecord, SubmittedJob
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import FollowUpRequest, JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.specs.checks import check_spec
+from workers.jobs.store.jobs import LIST_LIMIT_MAX, JobStore
+from workers.jobs.store.outcomes import CancelOutcome
+from workers.jobs.store.streams import sse
 
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS)
@@ -82,9 +89,9 @@ async def cancel_job(job_id: str, request: Request, store: Store) -> JobRecord:
     """Cancel: a queued job never starts; a running (or paused) one stops before its next action; a
     finished job's kept session (``options.keep_session``) is closed, freeing its browser."""
     done = await cancel_job_in(store, job_id)
-    if done.outcome == "missing":
+    if done.outcome is CancelOutcome.missing:
         raise _not_found(job_id, request.app.state.settings)
-    if done.outcome == "finished":
+    if done.outcome is CancelOutcome.finished:
         raise ApiError(409, "conflict", f"job {job_id} already finished ({done.state}); there is nothing to cancel")
     record = await store.get(job_id)
     if record is None:
@@ -93,7 +100,7 @@ async def cancel_job(job_id: str, request: Request, store: Store) -> JobRecord:
 
 
 def _refused(exc: SteerRefused, job_id: str, settings: Settings) -> ApiError:
-    if exc.reason == "missing":
+    if exc.reason is SteerRefusal.missing:
         return _not_found(job_id, settings)
     return ApiError(409, "conflict", exc.message)
 

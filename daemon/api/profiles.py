@@ -14,10 +14,17 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody
-from workers.jobs import JobSpec, SpecError
-from workers.jobs.models import STORED_NAME
-from workers.jobs.profiles import NO_PROFILE_KEY, ProfileConflict, ProfileInfo, ProfileMissing, ProfileStore, \
-    StorageState, check_size
+from workers.jobs.errors import SpecError
+from workers.jobs.model.spec import STORED_NAME, JobSpec
+from workers.jobs.profiles.models import (
+    NO_PROFILE_KEY,
+    ProfileConflict,
+    ProfileInfo,
+    ProfileMissing,
+    StorageState,
+    check_size,
+)
+from workers.jobs.profiles.store import ProfileStore
 
 VERSION_HEADER = "X-Browserd-Profile-Version"
 # 409, not a 5xx: the server works, its configuration refuses the request (no key to seal profiles with).

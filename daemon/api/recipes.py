@@ -12,9 +12,13 @@ from fastapi import APIRouter, Depends, Request
 
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError
-from workers.jobs import JobSpec, JobStore, SpecError
-from workers.jobs.models import STORED_NAME
-from workers.jobs.recipes import RecipeInfo, RecipeStore, SaveRecipe, check_recipe_job, recipe_from_job
+from workers.jobs.errors import SpecError
+from workers.jobs.model.spec import STORED_NAME, JobSpec
+from workers.jobs.recipes.checks import check_recipe_job
+from workers.jobs.recipes.models import RecipeInfo, SaveRecipe
+from workers.jobs.recipes.recording import recipe_from_job
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.store.jobs import JobStore
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["recipes"])
 NAME = re.compile(STORED_NAME)

@@ -10,8 +10,9 @@ from daemon.api.profiles import check_profiles, profile_store
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
-from workers.jobs import BatchRecord
-from workers.jobs.schedules import Schedule, ScheduleSpec, ScheduleStore, check
+from workers.jobs.batches.models import BatchRecord
+from workers.jobs.schedules.models import Schedule, ScheduleSpec
+from workers.jobs.schedules.store import ScheduleStore, check
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["schedules"])
 

@@ -1,7 +1,7 @@
 """``/v1/sessions``: interactive browser sessions for an external agent, served by workers.
 
 The API holds no browser and no session: it writes the record, hands the session to a worker on
-the ``sessions`` queue and relays each command through Redis (``workers.jobs.sessions``), so any
+the ``sessions`` queue and relays each command through Redis (``workers.jobs.sessions.store``), so any
 API replica can answer for any session. Refusals: 404 for a session that is not open (never was,
 closed, idle past its timeout, worker gone), 400 ``action_failed`` with the action's own message,
 403 ``url_blocked`` for a URL the egress policy refuses, 422 for bad arguments, 429 at
@@ -18,18 +18,19 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from config import Settings
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody
-from workers.jobs.errors import (
+from workers.jobs.sessions.errors import (
     SessionCommandFailed,
     SessionError,
     SessionLimitReached,
     SessionNotFound,
     SessionUnresponsive,
 )
-from workers.jobs.session_models import (
+from workers.jobs.sessions.models import (
     ClickArgs,
     Command,
     CommandResult,
     NavigateArgs,
+    ReplyCode,
     ScrollArgs,
     SelectArgs,
     SessionList,
@@ -41,9 +42,10 @@ from workers.jobs.session_models import (
     TabList,
     TypeArgs,
 )
-from workers.jobs.sessions import SessionStore, open_session
+from workers.jobs.sessions.store import SessionStore, open_session
 
-FAILED_STATUS = {"url_blocked": 403, "action_failed": 400, "start_failed": 400, "invalid": 422}
+FAILED_STATUS = {ReplyCode.url_blocked: 403, ReplyCode.action_failed: 400, ReplyCode.start_failed: 400,
+                 ReplyCode.invalid: 422}
 
 router = APIRouter(prefix="/v1/sessions", dependencies=[Depends(require_token)], responses={
     **ERRORS,
@@ -71,7 +73,7 @@ def as_api_error(exc: SessionError) -> ApiError:
     if isinstance(exc, SessionUnresponsive):
         return ApiError(504, "session_unresponsive", str(exc))
     if isinstance(exc, SessionCommandFailed):
-        return ApiError(FAILED_STATUS.get(exc.code, 400), exc.code, exc.message)
+        return ApiError(FAILED_STATUS.get(exc.code, 400), exc.code.value, exc.message)
     return ApiError(500, "internal", str(exc))
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon.client import ApiUnreachable, Client, RequestRefused
-from workers.jobs.models import FINAL_STATES, JobStatus
+from workers.jobs.model.status import FINAL_STATES, JobStatus
 
 EXIT_FAILED = 1  # the job failed or was cancelled, or the API refused the request
 EXIT_USAGE = 2  # bad arguments or configuration

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from workers.jobs import JobRecord, JobStatus
+from workers.jobs.model.record import JobRecord
+from workers.jobs.model.status import JobStatus
 
 
 @dataclass(frozen=True)

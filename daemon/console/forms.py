@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from config import Settings
-from workers.jobs import JobSpec, SpecError
-from workers.jobs.specs import check_spec, problems_of
+from workers.jobs.errors import SpecError
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.specs.checks import check_spec, problems_of
 
 TEXT_FIELDS = ("kind", "task", "script", "start_url", "output_schema", "allowed_domains", "denied_domains",
                "options.max_steps", "options.planning_interval", "options.max_failures", "timeout", "priority",

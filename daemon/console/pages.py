@@ -17,10 +17,16 @@ from contextlib import aclosing
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import (
+    HTMLResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from pydantic import ValidationError
 from starlette.concurrency import iterate_in_threadpool
 
+import workers.jobs.lifecycle.steering as steering
 from config import Settings, env_name
 from daemon.console.access import Actor, Viewer, form_fields
 from daemon.console.auth import COOKIE_PATH
@@ -28,25 +34,29 @@ from daemon.console.charts import outcomes
 from daemon.console.forms import SubmitForm, to_spec
 from daemon.console.rendering import render
 from daemon.console.secrets import masked_settings
-import workers.jobs.steering as steering
-from workers.jobs import (BatchRecord, BatchStore, FollowUpRequest, JobRecord, JobStatus, JobStore, SteerRefused,
-                          is_id, live)
-from workers.jobs.artifacts import (
-    ArtifactStore,
-    JobArtifacts,
+from workers.jobs import live
+from workers.jobs.artifacts.names import (
     NoSuchArtifact,
     UnsafeName,
     by_run,
     content_type,
     serving_headers,
 )
-from workers.jobs.cancelling import cancel_batch, cancel_job
-from workers.jobs.models import STORED_NAME
-from workers.jobs.recipes import RecipeInfo, RecipeStore, describe_step
-from workers.jobs.schedules import ScheduleStore
-from workers.jobs.store import LIST_LIMIT_MAX
-from workers.jobs.streams import END, sse
-from workers.jobs.submission import submit_job
+from workers.jobs.artifacts.store import ArtifactStore, JobArtifacts
+from workers.jobs.batches.models import BatchRecord
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.ids import is_id
+from workers.jobs.lifecycle.cancelling import cancel_batch, cancel_job
+from workers.jobs.lifecycle.steering import SteerRefused
+from workers.jobs.lifecycle.submission import submit_job
+from workers.jobs.model.record import JobRecord
+from workers.jobs.model.spec import STORED_NAME, FollowUpRequest
+from workers.jobs.model.status import JobStatus
+from workers.jobs.recipes.models import RecipeInfo, describe_step
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.schedules.store import ScheduleStore
+from workers.jobs.store.jobs import LIST_LIMIT_MAX, JobStore
+from workers.jobs.store.streams import END, sse
 
 router = APIRouter(prefix=COOKIE_PATH, include_in_schema=False)
 

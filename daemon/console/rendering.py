@@ -11,7 +11,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from workers.jobs.artifacts import is_screenshot
+from workers.jobs.artifacts.names import is_screenshot
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")

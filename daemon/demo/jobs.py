@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from daemon.demo.site import PRODUCTS, DemoSite
-from workers.jobs.models import JobSpec
+from workers.jobs.model.spec import JobSpec
 
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -21,7 +21,7 @@ from pydantic import Field
 import daemon.mcp.sessions as sessions
 from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
-from workers.jobs.models import FINAL_STATES, JobStatus
+from workers.jobs.model.status import FINAL_STATES, JobStatus
 
 POLL_SECONDS = 0.5
 DEFAULT_WAIT = 900.0  # run_task gives up waiting (the job goes on) after this many seconds

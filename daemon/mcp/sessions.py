@@ -18,7 +18,7 @@ from pydantic import Field
 
 from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
-from workers.jobs.session_models import Viewport
+from workers.jobs.sessions.models import Viewport
 
 SessionId = Annotated[str, Field(description="The id open_session returned.", min_length=1)]
 ElementIndex = Annotated[int, Field(ge=0, description="The [n] of the element in the last get_state.")]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.llm_server import Reply
 from tests.support.jobs import run_job
-from workers.jobs.models import JobResult, JobSpec
+from tests.support.llm_server import Reply
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
 from workers.pipeline import LocalRecords
 
 NAVIGATOR = "AgentOutput"

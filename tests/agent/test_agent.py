@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, last_state, plan, run
 from tests.support.llm_server import Reply
-from workers.jobs.models import FailureCategory, JobStatus
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 
 async def test_multi_page_form(pool, site, llm, settings):

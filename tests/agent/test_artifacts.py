@@ -14,13 +14,14 @@ import pytest
 from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
 from tests.support.jobs import run_job
-from workers.agent.job import JobInputs, JobSession
 from workers.agent.artifacts import MAX_HTML
+from workers.agent.job import JobInputs, JobSession
 from workers.agent.journal import MAX_ENTRIES, MAX_TEXT
-from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.budget import TimeBudget
-from workers.jobs.keys import new_id
-from workers.jobs.models import JobSpec, JobStatus
+from workers.jobs.ids import new_id
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 PASSWORD = "hunter2-very-secret"
 

@@ -12,9 +12,16 @@ import pytest
 from pydantic import ValidationError
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
-from tests.support.proxies import PASSWORD, USERNAME, ProxyProcess, free_port, running_proxy
 from tests.support.jobs import run_job
+from tests.support.proxies import (
+    PASSWORD,
+    USERNAME,
+    ProxyProcess,
+    free_port,
+    running_proxy,
+)
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 PROBE = """<!doctype html><html><head><title>probe</title>
 <style>@font-face { font-family: probe; src: url(/probe.woff2); } body { font-family: probe; }</style></head>

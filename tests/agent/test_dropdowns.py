@@ -8,7 +8,7 @@ import json
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, last_state, plan, run
 from tests.agent.test_injection import untrusted_blocks
-from workers.jobs.models import JobStatus
+from workers.jobs.model.status import JobStatus
 
 
 def results(llm) -> list[str]:

@@ -17,11 +17,12 @@ import pytest
 import pytest_asyncio
 
 from cdp import BrowserPool, PoolConfig
-from config.networks import network_kind
 from config import load_settings
-from tests.support.servers import WebSocketRecorder
+from config.networks import network_kind
 from tests.support.jobs import run_job
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from tests.support.servers import WebSocketRecorder
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]
 

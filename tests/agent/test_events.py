@@ -6,11 +6,12 @@ import json
 from datetime import UTC, datetime
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
-from tests.support.llm_server import Reply
 from tests.support.jobs import run_job
-from workers.pipeline import LocalRecords
+from tests.support.llm_server import Reply
 from workers.agent import AgentEvent
-from workers.jobs.models import JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.pipeline import LocalRecords
 
 
 class Recorder:

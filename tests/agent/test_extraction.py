@@ -12,7 +12,7 @@ from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, last_state,
 from tests.support.llm_server import Reply, offered_tool
 from workers.agent.actions.content import CHUNK_CHARS
 from workers.agent.messages import MEMORY_HEADER
-from workers.jobs.models import JobStatus
+from workers.jobs.model.status import JobStatus
 
 ITEM = re.compile(r"(SKU-\d+) \| ([^|\n]+?) \| ([\d.]+)")
 SCHEMA = {"type": "object", "required": ["items"], "properties": {"items": {

@@ -8,7 +8,8 @@ import pytest
 
 from tests.support.jobs import run_job
 from workers.agent import UrlPolicy
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 
 @pytest.mark.parametrize("url, reason", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.agent.scripted import last_state, run
 from tests.support.llm_server import Reply
-from workers.jobs.models import FailureCategory, JobStatus
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 HORIZON = "HorizonPlan"
 OPTIONS = {"strategy": "rolling_horizon", "horizon": 3}

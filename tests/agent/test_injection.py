@@ -13,7 +13,8 @@ import re
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, last_state, plan
 from tests.support.jobs import run_job
-from workers.jobs.models import JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 _BLOCK = re.compile(r"<(untrusted_content_[0-9a-f]{16})>\n(.*?)\n</\1>", re.DOTALL)
 

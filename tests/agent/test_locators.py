@@ -9,11 +9,19 @@ import pytest
 from config import Settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.jobs import run_job
-from workers.jobs import SpecError
-from workers.jobs.actions import ACTION_PARAMS, LOCATOR_FIELDS, params_schema, replay_action, validate_script
-from workers.jobs.locators import Locator
-from workers.jobs.models import ActionRecord, FailureCategory, JobSpec, JobStatus
-from workers.jobs.specs import check_spec
+from workers.jobs.errors import SpecError
+from workers.jobs.model.actions import (
+    ACTION_PARAMS,
+    LOCATOR_FIELDS,
+    params_schema,
+    replay_action,
+    validate_script,
+)
+from workers.jobs.model.locators import Locator
+from workers.jobs.model.result import ActionRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.specs.checks import check_spec
 
 FRAME = [{"url": "/locators/newsletter.html"}]
 

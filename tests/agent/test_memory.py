@@ -8,7 +8,7 @@ import re
 
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, last_state, plan, run
 from tests.support.llm_server import Reply, offered_tool
-from workers.jobs.models import JobStatus
+from workers.jobs.model.status import JobStatus
 
 MEMORY = "ProceduralMemory"
 BUDGET = 3500

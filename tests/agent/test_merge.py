@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from workers.agent.actions.content import split_text
 from workers.agent.merge import merge, without_extensions
-from workers.jobs.models import JobSpec
+from workers.jobs.model.spec import JobSpec
 
 ITEMS = {"type": "object", "properties": {"title": {"type": "string"}, "items": {
     "type": "array", "x-key": "sku", "items": {"type": "object"}}}}

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 import dom
-
 from tests.agent.miniwob_oracle import HorizonOracle, oracle
-from tests.support.servers import StaticServer, serve
 from tests.support.jobs import run_job
-from workers.jobs.models import JobSpec, JobStatus
+from tests.support.servers import StaticServer, serve
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 _spec = importlib.util.find_spec("miniwob")
 HTML = Path(_spec.origin).parent / "html" if _spec and _spec.origin else None

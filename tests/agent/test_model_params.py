@@ -10,7 +10,8 @@ from config import ConfigError, load_settings
 from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, plan, run
 from tests.support.llm_server import Reply
 from workers.agent import LLMProviderError, Llms, provider_class
-from workers.jobs.models import AgentOptions, JobStatus, ModelParams
+from workers.jobs.model.spec import AgentOptions, ModelParams
+from workers.jobs.model.status import JobStatus
 from workers.runtime import check_provider
 
 SAMPLING = ("temperature", "top_p", "reasoning_effort")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, plan, run
 from tests.support.llm_server import Reply
 from workers.agent.prompts import SECURITY_RULES, navigator_system, planner_system
-from workers.jobs.models import FailureCategory, JobStatus
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 
 async def test_a_sign_in_wall_is_login_required_not_succeeded(pool, site, llm, settings):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 
 from tests.support.jobs import run_job
-from workers.pipeline import LocalRecords
 from workers.agent import URLBlocked
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
-from workers.pipeline import FEATURES, Feature, JobRun
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.pipeline import FEATURES, Feature, JobRun, LocalRecords
 
 
 class RecordingGate:

@@ -12,17 +12,20 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import cdp
 import pytest
 import pytest_asyncio
 from cryptography.fernet import Fernet
 
+import cdp
 from config import load_settings
 from tests.support.jobs import run_job
 from tests.support.redis_server import RedisServer
-from workers.jobs.models import FailureCategory, JobResult, JobSpec, JobStatus
-from workers.jobs.profiles import ProfileStore, StorageState
-from workers.jobs.store import connect
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.profiles.models import StorageState
+from workers.jobs.profiles.store import ProfileStore
+from workers.jobs.store.connection import connect
 
 LOGIN = """<!doctype html><title>login</title><h1>signed in</h1>
 <script>localStorage.setItem('token', 'tok-' + 41); document.cookie = 'theme=dark; path=/; max-age=3600';</script>"""

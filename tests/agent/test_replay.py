@@ -12,13 +12,22 @@ import pytest
 import pytest_asyncio
 
 from tests.agent.scripted import PLANNER, act, last_state, plan, task_of
-from tests.support.llm_server import Reply, offered_tool
-from tests.support.shop import CHANGED_FIELDS, ShopModel, SwitchableShop, last_model_output, task
 from tests.support.jobs import run_job
+from tests.support.llm_server import Reply, offered_tool
 from tests.support.redis_server import RedisServer
-from workers.jobs.models import JobSpec, JobStatus
-from workers.jobs.recipes import Recipe, RecipeStore, infer_params, recipe_from_run
-from workers.jobs.store import connect
+from tests.support.shop import (
+    CHANGED_FIELDS,
+    ShopModel,
+    SwitchableShop,
+    last_model_output,
+    task,
+)
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.recipes.models import Recipe
+from workers.jobs.recipes.recording import infer_params, recipe_from_run
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.store.connection import connect
 
 
 @pytest.fixture

@@ -15,9 +15,11 @@ from cryptography.fernet import Fernet
 from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
 from tests.agent.test_profiles import LoginSite
-from workers.jobs.credentials import CredentialSet, CredentialStore
-from workers.jobs.profiles import ProfileStore, StorageState
-from workers.jobs.store import connect
+from workers.jobs.profiles.models import StorageState
+from workers.jobs.profiles.store import ProfileStore
+from workers.jobs.secrets.credentials import CredentialStore
+from workers.jobs.secrets.models import CredentialSet
+from workers.jobs.store.connection import connect
 
 
 async def browserd(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.jobs import run_job
-from workers.jobs.actions import validate_script
-from workers.jobs.models import FailureCategory, JobSpec, JobStatus
+from workers.jobs.model.actions import validate_script
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
 
 
 async def test_script_reads_fields_and_finishes(pool, site):

@@ -19,7 +19,8 @@ from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.llm_server import Reply
 from workers.agent.secrets import Secrets
 from workers.agent.vision import COLORS, IMAGE_BOUND, ImageBound, image_tokens, render, screenshot
-from workers.jobs.models import AgentOptions, JobStatus
+from workers.jobs.model.spec import AgentOptions
+from workers.jobs.model.status import JobStatus
 
 DOM_JS = "document.documentElement.outerHTML"
 

@@ -14,7 +14,7 @@ from tests.batches.helpers import quick_script, wait_completed
 from tests.batches.test_cli import browserd
 from tests.queue.stack import TOKEN, Stack
 from tests.support.servers import StaticServer
-from workers.jobs import new_id
+from workers.jobs.ids import new_id
 
 LABEL = {"suite": "schedule-filter"}
 

@@ -10,8 +10,9 @@ import pytest
 from config import Settings
 from daemon.api.errors import from_spec_error
 from daemon.cli.progress import ProgressBar, describe
-from workers.jobs import SpecError
-from workers.jobs.specs import merged, parse_body, validate_jobs
+from workers.jobs.errors import SpecError
+from workers.jobs.specs.batch_body import merged, parse_body
+from workers.jobs.specs.checks import validate_jobs
 
 
 def test_every_body_form_gives_the_same_jobs() -> None:

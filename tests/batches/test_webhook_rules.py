@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from config import get_settings
-from workers.jobs.destinations import address_refusal, networks, url_refusal
+from workers.jobs.webhooks.destinations import address_refusal, networks, url_refusal
 from tests.support.redis_server import redis_server
 from workers import webhooks
 from workers.webhooks import (

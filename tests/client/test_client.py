@@ -11,8 +11,9 @@ import pytest
 from daemon.client import ApiUnreachable, AsyncClient, Client, RequestRefused
 from tests.queue.stack import TOKEN, Stack, script
 from tests.support.servers import StaticServer
-from workers.jobs import JobSpec, JobStatus
-from workers.jobs.batches import ResultLine
+from workers.jobs.batches.models import ResultLine
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 
 def test_submit_wait_events_and_list(deploy: Stack, site: StaticServer) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 import dom
 from cdp import Page
-from workers.jobs.locators import Locator
+from workers.jobs.model.locators import Locator
 
 VARIANTS = ["classes", "banner", "text", "reordered", "classes,banner,text,reordered"]
 

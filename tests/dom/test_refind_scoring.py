@@ -6,7 +6,7 @@ import pytest
 
 from dom.identity import FrameStep, Identity, looks_generated, stable_attributes, url_path
 from dom.refind import THRESHOLD, frame_score, score, similarity
-from workers.jobs.locators import FrameHop, Locator
+from workers.jobs.model.locators import FrameHop, Locator
 
 
 def ident(**fields) -> Identity:

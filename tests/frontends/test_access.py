@@ -13,7 +13,8 @@ from config import load_settings
 from daemon.api import create_app
 from daemon.console.auth import COOKIE
 from tests.frontends.console import ORIGIN, TOKEN, console_client, login
-from workers.jobs.models import JobResult, JobStatus, NavigatorBrain, StepRecord
+from workers.jobs.model.result import JobResult, NavigatorBrain, StepRecord
+from workers.jobs.model.status import JobStatus
 
 @pytest.fixture
 def client(redis_url: str) -> Iterator[TestClient]:

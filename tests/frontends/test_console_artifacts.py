@@ -17,8 +17,12 @@ from tests.queue.stack import TOKEN as STACK_TOKEN
 from tests.queue.stack import Stack, script
 from tests.support.llm_server import LLMServer
 from tests.support.servers import StaticServer
-from workers.jobs import JobResult, JobSpec, JobStatus, JobStore, connect
-from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 
 
 async def failed_job(url: str) -> str:

@@ -11,7 +11,7 @@ from daemon.console.auth import Gate, safe_next
 from daemon.console.charts import outcomes
 from daemon.console.forms import SubmitForm, input_for, to_spec
 from daemon.console.secrets import mask_url, masked_settings
-from workers.jobs import JobRecord
+from workers.jobs.model.record import JobRecord
 
 SETTINGS = load_settings(redis_url="redis://127.0.0.1:1/0")
 

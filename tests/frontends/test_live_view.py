@@ -13,8 +13,10 @@ import pytest_asyncio
 from cdp import BrowserPool
 from tests.support.redis_server import RedisServer
 from tests.support.servers import StaticServer
-from workers.jobs import JobStore, connect, new_id
+from workers.jobs.ids import new_id
 from workers.jobs.live import watch
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 from workers.pipeline.features.live_view import LiveView
 
 

@@ -11,9 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.frontends.console import console_client, login
-from workers.jobs import Keys
-from workers.jobs.recipes import Recipe, RecipeStep, RecipeStore
-from workers.jobs.store import connect
+from workers.jobs.recipes.models import Recipe, RecipeStep
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.store.connection import connect
+from workers.jobs.store.keys import Keys
 
 HOSTILE = '<script>alert(1)</script>'
 

@@ -7,7 +7,10 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 
 from tests.support.redis_server import RedisServer
-from workers.jobs import JobStore, Keys, connect, new_id
+from workers.jobs.ids import new_id
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.keys import Keys
 
 
 @pytest_asyncio.fixture

@@ -11,21 +11,25 @@ import pytest
 from config import ConfigError, load_settings
 from tests.jobs.test_finishing import run_to_end
 from tests.support.redis_server import RedisServer
-from workers.jobs import JobResult, JobSpec, JobStatus, JobStore, Keys, StepRecord, connect, new_id
-from workers.jobs.artifacts import (
-    ArtifactStore,
+from workers.jobs.artifacts.names import (
     NoSuchArtifact,
     UnsafeName,
     by_run,
-    inline,
     name_from,
-    offload,
     run_name,
     safe_name,
     serving_headers,
 )
-from workers.jobs.models import JobTotals
+from workers.jobs.artifacts.offload import inline, offload
+from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.ids import new_id
+from workers.jobs.model.result import JobResult, JobTotals, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 from workers.jobs.reconcile import Reconciler
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.keys import Keys
 
 
 @pytest.fixture

@@ -13,9 +13,16 @@ import redis as redis_py
 
 from config import load_settings
 from tests.support.redis_server import RedisServer
-from workers.jobs import BatchStore, JobResult, JobSpec, JobStatus, JobStore, Keys, connect, new_id
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.ids import new_id
 from workers.jobs.metrics import RedisCollector
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 from workers.jobs.reconcile import Reconciler
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.keys import Keys
 
 
 async def run_to_end(store: JobStore, job_id: str, status: JobStatus = JobStatus.succeeded) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import time
 
-from workers.jobs import FollowUpRequest, JobResult, JobSpec, JobStatus, JobStore, RunRecord, SessionState
-from workers.jobs.records import now
+from workers.jobs.model.result import JobResult, RunRecord
+from workers.jobs.model.spec import FollowUpRequest, JobSpec
+from workers.jobs.model.status import JobStatus, SessionState
+from workers.jobs.store.codec import now
+from workers.jobs.store.jobs import JobStore
 
 KEEP = {"keep_session": 30}
 

@@ -1,11 +1,12 @@
-"""workers.jobs.models: what a job spec accepts and refuses, and the final states."""
+"""workers.jobs.model: what a job spec accepts and refuses, and the final states."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from workers.jobs.models import FINAL_STATES, JobSpec, JobStatus
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FINAL_STATES, JobStatus
 
 
 def test_final_states_are_the_three_a_job_never_leaves() -> None:

@@ -1,4 +1,4 @@
-"""workers.jobs.output: output schemas checked by jsonschema, patterns by a linear-time engine."""
+"""workers.jobs.specs.output: output schemas checked by jsonschema, patterns by a linear-time engine."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workers.jobs.output import check_schema, validate
+from workers.jobs.specs.output import check_schema, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def test_each_problem_names_its_path() -> None:
 def test_a_catastrophic_pattern_runs_in_linear_time() -> None:
     """``^(a+)+$`` against 50,000 a's and a b: Python's re would hold the GIL for ages (and a worker
     with it). Checked in a subprocess, so a regression fails this test instead of hanging the run."""
-    probe = ("from workers.jobs.output import validate\n"
+    probe = ("from workers.jobs.specs.output import validate\n"
              "schema = {'type': 'object', 'properties': {'answer': {'type': 'string', 'pattern': '^(a+)+$'}}}\n"
              "print(validate({'answer': 'a' * 50_000 + 'b'}, schema))\n")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=30)

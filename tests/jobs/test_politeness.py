@@ -8,11 +8,14 @@ import asyncio
 import pytest
 
 from config import Settings
-from workers.jobs import JobStore, SpecError
-from workers.jobs.domain_limits import DomainLimits, HeldSlot, SlotWaitCancelled, SlotWaitExpired
-from workers.jobs.politeness import PolitenessOptions, job_domain, limits_for, registrable_domain, url_domain
-from workers.jobs.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
-from workers.jobs.specs import BatchRequest, validate_jobs
+from workers.jobs.errors import SpecError
+from workers.jobs.politeness.domains import job_domain, registrable_domain, url_domain
+from workers.jobs.politeness.options import PolitenessOptions, limits_for
+from workers.jobs.politeness.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
+from workers.jobs.politeness.slots import DomainLimits, HeldSlot, SlotWaitCancelled, SlotWaitExpired
+from workers.jobs.specs.batch_body import BatchRequest
+from workers.jobs.specs.checks import validate_jobs
+from workers.jobs.store.jobs import JobStore
 
 
 @pytest.mark.parametrize(("host", "domain"), [

@@ -10,9 +10,11 @@ from cryptography.fernet import Fernet
 from pydantic import ValidationError
 
 from config import load_settings
-from workers.jobs import JobSpec, SpecError
-from workers.jobs.profiles import ProfileConflict, ProfileMissing, ProfileStore, StorageState
-from workers.jobs.secrets import SecretsUnavailable, proxy_password, seal_spec
+from workers.jobs.errors import SpecError
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.profiles.models import ProfileConflict, ProfileMissing, StorageState
+from workers.jobs.profiles.store import ProfileStore
+from workers.jobs.secrets.sealing import SecretsUnavailable, proxy_password, seal_spec
 
 KEY = Fernet.generate_key().decode()
 

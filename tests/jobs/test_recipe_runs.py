@@ -9,8 +9,9 @@ from pydantic import ValidationError
 from config import load_settings
 from tests.jobs.test_recipes import TASK, run_steps
 from workers.agent import replay_spec
-from workers.jobs.models import JobSpec
-from workers.jobs.recipes import Recipe, RecipeStep, ReplayPlan, recipe_from_run
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.recipes.models import Recipe, RecipeStep, ReplayPlan
+from workers.jobs.recipes.recording import recipe_from_run
 from workers.pipeline import LocalRecords, Services
 from workers.pipeline.features.politeness import job_site
 from workers.pipeline.features.recipes import RecipeReplay

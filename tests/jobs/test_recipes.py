@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from workers.jobs import SpecError
-from workers.jobs.locators import Locator
-from workers.jobs.models import ActionRecord, JobSpec, StepRecord
-from workers.jobs.recipes import (
-    Recipe,
-    RecipeStep,
-    RecipeStore,
-    check_named_params,
-    check_recipe_job,
-    check_params,
-    fill,
-    infer_params,
-    params_from_task,
-    recipe_from_run,
-)
+from workers.jobs.errors import SpecError
+from workers.jobs.model.locators import Locator
+from workers.jobs.model.result import ActionRecord, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.recipes.checks import check_params, check_recipe_job
+from workers.jobs.recipes.models import Recipe, RecipeStep
+from workers.jobs.recipes.recording import check_named_params, infer_params, recipe_from_run
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.recipes.templates import fill, params_from_task
 
 BOX = Locator(tag="input", role="searchbox", attributes={"name": "q", "placeholder": "e.g. jacket"})
 BUTTON = Locator(tag="button", role="button", name="Search", text="Search")

@@ -8,9 +8,10 @@ from cryptography.fernet import Fernet
 from config import ConfigError, load_settings
 from workers.agent.errors import ActionError
 from workers.agent.secrets import Secrets
-from workers.jobs import SpecError
-from workers.jobs.models import JobSpec, StepRecord
-from workers.jobs.secrets import SecretsUnavailable, open_secrets, seal_spec
+from workers.jobs.errors import SpecError
+from workers.jobs.model.result import StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.secrets.sealing import SecretsUnavailable, open_secrets, seal_spec
 
 KEY = Fernet.generate_key().decode()
 

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from workers.jobs import JobStore
-from workers.jobs.errors import SessionCommandFailed, SessionLimitReached, SessionNotFound, SessionUnresponsive
-from workers.jobs.session_models import SessionOptions, SessionReply
-from workers.jobs.sessions import SessionStore
+from workers.jobs.sessions.errors import SessionCommandFailed, SessionLimitReached, SessionNotFound, SessionUnresponsive
+from workers.jobs.sessions.models import SessionOptions, SessionReply
+from workers.jobs.sessions.store import SessionStore
+from workers.jobs.store.jobs import JobStore
 
 
 @pytest_asyncio.fixture

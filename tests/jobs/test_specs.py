@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from config import Settings
-from workers.jobs import SpecError
-from workers.jobs.models import JobSpec
-from workers.jobs.specs import BatchRequest, check_spec, max_steps_of, validate_jobs
+from workers.jobs.errors import SpecError
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.specs.batch_body import BatchRequest
+from workers.jobs.specs.checks import check_spec, max_steps_of, validate_jobs
 
 SETTINGS = Settings(visibility_timeout=3600, max_steps=42)
 

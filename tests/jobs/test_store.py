@@ -1,8 +1,11 @@
-"""workers.jobs.store on a real redis-server: the transitions, their fencing, idempotency and listing."""
+"""workers.jobs.store (JobStore) on a real redis-server: the transitions, their fencing, idempotency and listing."""
 
 from __future__ import annotations
 
-from workers.jobs import JobResult, JobSpec, JobStatus, JobStore, StepRecord
+from workers.jobs.model.result import JobResult, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.store.jobs import JobStore
 
 
 async def test_a_job_runs_once_and_finishes_once(store: JobStore) -> None:

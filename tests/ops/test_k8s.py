@@ -24,7 +24,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from referencing import Registry, Resource as SchemaResource
+from referencing import Registry
+from referencing import Resource as SchemaResource
 
 from config import Settings, env_name, load_settings
 from daemon.api.exposure import ExposedWithoutToken, check_exposure
@@ -32,7 +33,8 @@ from daemon.cli.main import build_parser
 from tests.ops.test_alerts import tool
 from tests.support.kustomize import Resource, find, render
 from workers.jobs import metrics
-from workers.jobs.queue import QUEUES, SESSIONS_QUEUE, check_limits, hard_limit
+from workers.jobs.queue.limits import check_limits, hard_limit
+from workers.jobs.queue.names import QUEUES, SESSIONS_QUEUE
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "docker" / "k8s"

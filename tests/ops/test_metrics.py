@@ -22,15 +22,12 @@ from cdp import BrowserPool, PoolConfig
 from tests.ops.exposition import Samples, names, parse, scrape, value
 from tests.support.redis_server import RedisServer, free_port
 from workers.jobs import metrics
-from workers.jobs.keys import Keys
-from workers.jobs.models import (
-    FailureCategory,
-    JobResult,
-    JobSpec,
-    JobStatus,
-    StepRecord,
-)
-from workers.jobs.store import JobStore, connect
+from workers.jobs.model.result import JobResult, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.keys import Keys
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,15 +110,17 @@ async def test_daemon_metrics_read_jobs_queues_and_workers_from_redis(redis: Red
 
 def test_the_webhook_queue_is_counted_under_its_own_name() -> None:
     """The queue depth counts every queue a worker consumes, the webhooks' and the sessions' own included."""
-    from workers.jobs.queue import QUEUES as JOB_QUEUES
-    from workers.jobs.queue import SESSIONS_QUEUE, WEBHOOK_QUEUE
+    from workers.jobs.queue.names import QUEUES as JOB_QUEUES
+    from workers.jobs.queue.names import SESSIONS_QUEUE, WEBHOOK_QUEUE
 
     assert metrics.DEPTH_QUEUES == (*JOB_QUEUES, WEBHOOK_QUEUE, SESSIONS_QUEUE)
 
 
 async def test_openmetrics_is_served_when_asked_for(redis: RedisServer) -> None:
     """Prometheus asks for OpenMetrics first; every family name must then be unique (no jobs/jobs_total clash)."""
-    from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as openmetrics_families,
+    )
 
     endpoint = metrics.MetricsApp.from_url(redis.url, Keys("ops-om:"))
     accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75," \
@@ -315,7 +314,7 @@ PREFORK = textwrap.dedent(
     """
     import multiprocessing, sys
     from workers.jobs import metrics
-    from workers.jobs.models import JobStatus
+    from workers.jobs.model.status import JobStatus
 
     def child(n):
         for _ in range(n):

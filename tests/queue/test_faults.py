@@ -26,8 +26,13 @@ from tests.batches.helpers import batch, quick_script, submit_batch, wait_comple
 from tests.queue.hooks import Hooks
 from tests.queue.stack import ROOT, Stack, stack, wait_until
 from tests.support.servers import StaticServer
-from workers.jobs import BatchStore, JobResult, JobSpec, JobStatus, JobStore, connect
-from workers.jobs.queue import app as celery_app
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.queue.app import app as celery_app
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 
 FINAL = {"succeeded", "failed", "cancelled"}
 SETTINGS = dict(

@@ -19,8 +19,9 @@ from daemon.client import AsyncClient, Client, RequestRefused
 from tests.queue.stack import ROOT, TOKEN, Stack, wait_until
 from tests.support.llm_server import LLMServer, Reply, offered_tool
 from tests.support.servers import StaticServer
-from workers.jobs import JobStore, connect
 from workers.jobs.reconcile import Reconciler, Report
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 
 PAUSE_MAX = 20  # BROWSERD_PAUSE_MAX_SECONDS of this stack (a CLI process may take seconds to start under load)
 FINAL = {"succeeded", "failed", "cancelled"}

@@ -12,12 +12,12 @@ import threading
 import time
 from typing import Any
 
-
 from config import Settings
 from tests.support.redis_server import RedisServer
-from workers.jobs import JobStore, connect
 from workers.agent import JobSession
-from workers.jobs.models import JobSpec
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 from workers.runtime import WorkerRuntime
 
 
@@ -34,7 +34,8 @@ class Stubborn:
                 await asyncio.sleep(0.05)
             except asyncio.CancelledError:
                 self.cancels += 1  # the bug under test: the cancel is ignored
-        from workers.jobs.models import JobResult, JobStatus
+        from workers.jobs.model.result import JobResult
+        from workers.jobs.model.status import JobStatus
 
         return JobResult(status=JobStatus.succeeded, final_answer="too late")
 

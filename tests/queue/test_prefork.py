@@ -18,7 +18,7 @@ from tests.support.servers import StaticServer
 
 def test_a_prefork_worker_runs_jobs_with_a_runtime_per_child(site: StaticServer) -> None:
     with stack(metrics_port=0) as s:
-        args = [sys.executable, "-m", "celery", "-A", "workers.jobs.queue:app", "worker", "--pool=processes",
+        args = [sys.executable, "-m", "celery", "-A", "workers.jobs.queue.app:app", "worker", "--pool=processes",
                 "--concurrency=2", "--queues=high,normal,low", "--hostname=prefork@%h", "--loglevel=INFO",
                 "--without-mingle", "--without-gossip"]
         worker = Proc("prefork", args, s.env, s.dir)

@@ -16,7 +16,7 @@ import pytest
 
 from tests.queue.stack import Proc, Stack, running, script, stack, tree_of, wait_until
 from tests.support.servers import StaticServer
-from workers.jobs.artifacts import ArtifactStore
+from workers.jobs.artifacts.store import ArtifactStore
 
 MAX_ATTEMPTS = 2
 

@@ -14,7 +14,8 @@ import redis.asyncio as aioredis
 
 import cdp
 from config import Settings, get_settings
-from workers.jobs.models import JobResult, JobSpec
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
 from workers.pipeline import FEATURES, Feature, GivenLease, LocalRecords, run_local
 
 

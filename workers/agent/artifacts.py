@@ -32,8 +32,11 @@ import dom
 from config import Settings
 from workers.agent.journal import Journal
 from workers.agent.secrets import Secrets
-from workers.jobs.artifacts import JobArtifacts, link_path, name_from, run_name
-from workers.jobs.models import ArtifactLink, ArtifactOptions, JobResult, JobStatus, KeepPolicy, StepRecord
+from workers.jobs.artifacts.names import link_path, name_from, run_name
+from workers.jobs.artifacts.store import JobArtifacts
+from workers.jobs.model.result import ArtifactLink, JobResult, StepRecord
+from workers.jobs.model.spec import ArtifactOptions, KeepPolicy
+from workers.jobs.model.status import JobStatus
 
 log = logging.getLogger("browserd.agent.artifacts")
 T = TypeVar("T")

@@ -23,9 +23,9 @@ from workers.agent.emulation import PageSettings
 from workers.agent.errors import ActionError, ElementGone, ElementNotFound, ProxyFailed, URLBlocked
 from workers.agent.firewall import Firewall
 from workers.agent.telemetry import SILENT, DomCapture, Telemetry
-from workers.jobs.actions import ElementRef
-from workers.jobs.locators import Locator
-from workers.jobs.models import DialogRecord, DownloadRecord
+from workers.jobs.model.actions import ElementRef
+from workers.jobs.model.locators import Locator
+from workers.jobs.model.result import DialogRecord, DownloadRecord
 
 log = logging.getLogger("browserd.agent.browser")
 

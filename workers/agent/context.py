@@ -16,7 +16,7 @@ from workers.agent.outcome import Outcome
 from workers.agent.pause import PauseGate
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import Telemetry
-from workers.jobs.models import JobSpec
+from workers.jobs.model.spec import JobSpec
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cdp
-from workers.jobs.models import JobSpec
+from workers.jobs.model.spec import JobSpec
 
 
 @dataclass

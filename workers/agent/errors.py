@@ -7,7 +7,7 @@ ended fails with is decided in one place, ``workers.agent.failures``.
 
 from __future__ import annotations
 
-from workers.jobs.models import Outcome
+from workers.jobs.model.status import Outcome
 
 
 class AgentError(Exception):

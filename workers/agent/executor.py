@@ -16,7 +16,6 @@ from typing import Any
 from config import Settings, bind, note
 from workers.agent.actions import run_action
 from workers.agent.context import JobContext, Usage
-from workers.agent.events import Actor, ExecutionState
 from workers.agent.errors import (
     AgentError,
     LLMOutputError,
@@ -25,16 +24,24 @@ from workers.agent.errors import (
     StepTimeout,
     TaskNotDone,
 )
+from workers.agent.events import Actor, ExecutionState
 from workers.agent.llm import LLMReply
 from workers.agent.memory import summarize
 from workers.agent.messages import MessageManager
-from workers.agent.navigator import NavigatorOutput, format_results, next_actions, reduced_state, state_message
+from workers.agent.navigator import (
+    NavigatorOutput,
+    format_results,
+    next_actions,
+    reduced_state,
+    state_message,
+)
 from workers.agent.outcome import EXPLANATIONS, Outcome
 from workers.agent.planner import PlannerOutput, plan
 from workers.agent.prompts import SECURITY_RULES, navigator_system
 from workers.agent.recorder import StepLog
 from workers.agent.vision import WITHHELD, Screenshot, look
-from workers.jobs.models import JobSpec, StepRecord
+from workers.jobs.model.result import StepRecord
+from workers.jobs.model.spec import JobSpec
 
 
 @dataclass(frozen=True)

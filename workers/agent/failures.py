@@ -43,7 +43,6 @@ from workers.agent.errors import (
     URLBlocked,
 )
 from workers.agent.profiles import ProfileUnavailable
-from workers.jobs.domain_limits import SlotWaitCancelled, SlotWaitExpired
 from workers.jobs.errors import (
     BrowserWaitExpired,
     CredentialsMissing,
@@ -53,9 +52,11 @@ from workers.jobs.errors import (
     ResultTooLarge,
     RunBackstop,
 )
-from workers.jobs.models import FailureCategory, JobResult, JobStatus
-from workers.jobs.profiles import ProfileMissing
-from workers.jobs.secrets import SecretsUnavailable
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.politeness.slots import SlotWaitCancelled, SlotWaitExpired
+from workers.jobs.profiles.models import ProfileMissing
+from workers.jobs.secrets.sealing import SecretsUnavailable
 
 log = logging.getLogger("browserd.failures")
 

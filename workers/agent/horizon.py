@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from workers.agent.actions import Action, actions_json_schema, parse_action
-from workers.jobs.actions import ActionParams
+from workers.jobs.model.actions import ActionParams
 from workers.agent.errors import LLMOutputError
 from workers.agent.context import JobContext
 from workers.agent.executor import AgentLoop, Options
@@ -25,7 +25,7 @@ from workers.agent.messages import MessageManager
 from workers.agent.planner import PlannerOutput, planner_tool
 from workers.agent.prompts import SECURITY_RULES, horizon_system
 from workers.agent.recorder import StepLog
-from workers.jobs.models import StepRecord
+from workers.jobs.model.result import StepRecord
 
 
 def horizon_history(ctx: JobContext) -> MessageManager:

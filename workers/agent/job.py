@@ -32,8 +32,8 @@ from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
 from workers.agent.context import JobContext
-from workers.agent.errors import ActionError, InvalidOutput, JobTimeout, ProxyFailed
 from workers.agent.emulation import PageSettings
+from workers.agent.errors import ActionError, InvalidOutput, JobTimeout, ProxyFailed
 from workers.agent.events import Actor, Events, ExecutionState, OnEvent
 from workers.agent.executor import Options, agent_history, run_agent
 from workers.agent.failures import blame_proxy, failure
@@ -49,13 +49,15 @@ from workers.agent.replay import run_replay
 from workers.agent.script import run_script
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import SILENT, Telemetry
-from workers.jobs.artifacts import JobArtifacts
+from workers.jobs.artifacts.store import JobArtifacts
 from workers.jobs.budget import TimeBudget
 from workers.jobs.errors import JobsError
-from workers.jobs.models import JobResult, JobSpec, JobStatus, StepRecord
-from workers.jobs.output import validate
-from workers.jobs.recipes import ReplayPlan
-from workers.jobs.secrets import proxy_password
+from workers.jobs.model.result import JobResult, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.recipes.models import ReplayPlan
+from workers.jobs.secrets.sealing import proxy_password
+from workers.jobs.specs.output import validate
 
 log = logging.getLogger("browserd.agent")
 

@@ -34,7 +34,7 @@ from workers.agent.errors import (
 )
 from workers.agent.provider import build
 from workers.agent.telemetry import SILENT, LlmCall, Telemetry
-from workers.jobs.models import ModelOverrides, RoleModelParams
+from workers.jobs.model.spec import ModelOverrides, RoleModelParams
 
 log = logging.getLogger("browserd.agent.llm")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from workers.jobs.output import resolve_ref as resolve
+from workers.jobs.specs.output import resolve_ref as resolve
 
 KEY = "x-key"
 

@@ -13,8 +13,8 @@ from workers.agent.context import JobContext
 from workers.agent.errors import LLMOutputError
 from workers.agent.llm import LLMReply, ToolSpec, call_structured
 from workers.agent.messages import MessageManager
-from workers.jobs.actions import ActionParams
-from workers.jobs.models import NavigatorBrain
+from workers.jobs.model.actions import ActionParams
+from workers.jobs.model.result import NavigatorBrain
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,7 @@ the same category, keeping what was found so far.
 
 from __future__ import annotations
 
-from workers.jobs.models import Outcome
+from workers.jobs.model.status import Outcome
 
 __all__ = ["EXPLANATIONS", "REASONS", "Outcome"]
 

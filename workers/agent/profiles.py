@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import cdp
 from workers.agent.errors import AgentError
-from workers.jobs.models import JobSpec
-from workers.jobs.profiles import StorageState
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.profiles.models import StorageState
 
 SaveProfile = Callable[[StorageState], Awaitable[int]]
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from workers.agent.context import Usage
 from workers.agent.secrets import Secrets
-from workers.jobs.models import JobTotals, StepRecord
+from workers.jobs.model.result import JobTotals, StepRecord
 
 log = logging.getLogger("browserd.agent")
 

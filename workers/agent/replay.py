@@ -28,8 +28,9 @@ from workers.agent.events import Actor, ExecutionState
 from workers.agent.executor import run_agent
 from workers.agent.prompts import heal_plan
 from workers.agent.recorder import StepLog
-from workers.jobs.models import StepRecord
-from workers.jobs.recipes import RecipeStep, ReplayPlan, describe_step, fill
+from workers.jobs.model.result import StepRecord
+from workers.jobs.recipes.models import RecipeStep, ReplayPlan, describe_step
+from workers.jobs.recipes.templates import fill
 
 log = logging.getLogger("browserd.agent.replay")
 ARRIVAL_SECONDS = 5.0

@@ -11,8 +11,8 @@ from workers.agent.context import JobContext
 from workers.agent.errors import ActionError
 from workers.agent.events import ExecutionState
 from workers.agent.recorder import StepLog
-from workers.jobs.actions import ElementRef
-from workers.jobs.models import StepRecord
+from workers.jobs.model.actions import ElementRef
+from workers.jobs.model.result import StepRecord
 
 
 async def run_script(ctx: JobContext, log: StepLog) -> None:

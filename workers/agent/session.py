@@ -25,9 +25,8 @@ from workers.agent.context import JobContext
 from workers.agent.errors import AgentError, URLBlocked
 from workers.agent.firewall import Firewall, admit_egress
 from workers.agent.navigator import page_view
-from workers.jobs.models import JobSpec
-from workers.jobs.session_models import Command, ReplyCode, SessionReply, Viewport
-from workers.jobs.sessions import check_args
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.sessions.models import Command, ReplyCode, SessionReply, Viewport, check_args
 
 SCREENSHOT_QUALITY = 70
 STATE_TEXT_MAX = 60_000  # characters of readable page text one get_state returns
@@ -63,19 +62,19 @@ class SessionBrowser:
         try:
             checked = check_args(name, args)
         except ValueError as exc:
-            return failure("invalid", f"{name}: {exc}")
+            return failure(ReplyCode.invalid, f"{name}: {exc}")
         try:
             await self._fit()
             return await COMMANDS[name](self, checked)
         except URLBlocked as exc:
-            return failure("url_blocked", str(exc))
+            return failure(ReplyCode.url_blocked, str(exc))
         except AgentError as exc:
-            return failure("action_failed", str(exc))
+            return failure(ReplyCode.action_failed, str(exc))
         except (cdp.BrowserGone, cdp.TargetCrashed, cdp.ResourceLimitExceeded):
             raise
         except (cdp.CDPException, cdp.EvaluationError) as exc:
             self.browser.check_alive()
-            return failure("action_failed", f"{name} failed: {exc}")
+            return failure(ReplyCode.action_failed, f"{name} failed: {exc}")
 
     async def _fit(self) -> None:
         """Give the current tab the session's viewport (a tab the page opened gets it at the next command)."""
@@ -91,7 +90,7 @@ class SessionBrowser:
         outcome = await run_action(self.ctx, act, params)
         url = await self.browser.page.url()
         if outcome.error is not None:
-            code: ReplyCode = "url_blocked" if isinstance(outcome.error, URLBlocked) else "action_failed"
+            code = ReplyCode.url_blocked if isinstance(outcome.error, URLBlocked) else ReplyCode.action_failed
             return failure(code, str(outcome.error), url)
         return SessionReply(result=outcome.record.result or "", url=url)
 

@@ -1,70 +1,51 @@
 """The job kernel: what a job is and where its state lives, shared by the API and the workers.
 
 It imports only ``config`` (and its libraries: pydantic, redis, celery, prometheus-client,
-jsonschema), never the agent, the browser layer or the HTTP API, so both sides can use it:
+fsspec, cryptography, jsonschema), never the agent, the browser layer or the HTTP API, so both
+sides can use it:
 
     daemon (API, CLI)  ──►  workers.jobs  ◄──  workers (tasks, runtime)  ──►  workers.agent
 
-* ``models``: ``JobSpec``, ``JobResult``, states and failure categories;
-* ``actions``: the parameter schema of every action and ``validate_script``;
-* ``locators``: ``Locator``, what a step records about the element it acted on (found again by ``dom.refind``);
-* ``specs``: checking what users submit (``check_spec``, batch bodies); ``output``: output schemas;
-* ``store``, ``records``, ``keys``, ``lua``: job records and transitions in Redis;
-* ``batches``, ``schedules``, ``submission``, ``finishing``: what happens around a job;
-* ``steering``: pause, resume and follow-up tasks (a job's kept session);
-* ``queue``: the Celery app's configuration and a publisher that sends tasks by name; ``bulk``;
-* ``metrics``: every Prometheus series browserd exports, and how it is observed;
-* ``destinations``: which addresses a webhook receiver may have;
-* ``politeness``: per-domain limits of a job (``PolitenessOptions``, ``limits_for``, registrable
-  domains); ``domain_limits``: their slots and navigation spacing in Redis; ``robots``: robots.txt
-  rules and their cache;
-* ``secrets``, ``credentials``: job secrets and named credential sets, sealed with Fernet;
-* ``sessions``, ``session_models``: interactive sessions (record, command list, replies) served by workers;
-* ``browsing``: per-job browser settings (``proxy``, headers, user agent, locale, ...);
-* ``profiles``: auth profiles (Playwright storage states), sealed, versioned;
-* ``artifacts``: the artifact store (fsspec) jobs' files live in, large results offloaded to it;
-* ``errors``: ``SpecError``, ``QueueUnavailable``, the sessions' typed errors.
+Nothing is imported here, and no sub-package's ``__init__`` imports anything: importing one
+module loads only what that module needs. Each concept has its place; its pure models (pydantic,
+no Redis, Celery, fsspec or cryptography) live apart from the code that stores or sends them, so
+the public client (``daemon.client``) loads the models alone.
+
+* ``model/``: what a job is. ``status`` (``JobStatus``, ``FINAL_STATES``, ``FailureCategory``,
+  ``Priority``, ``Outcome``, ``SessionState``), ``spec`` (``JobSpec`` and its options,
+  ``FollowUpRequest``), ``browsing`` (proxy, headers, viewport, locale...), ``actions`` (every
+  action's parameter schema, ``validate_script``), ``locators`` (``Locator``), ``result``
+  (``JobResult``, ``StepRecord``, ``RunRecord``...), ``record`` (``JobRecord``, ``JobEvent``, the
+  API's answers);
+* ``store/``: job state in Redis. ``jobs`` (``JobStore``), ``connection`` (``connect``), ``keys``
+  (every key, documented), ``codec`` (the job record's fields: the only reader and writer besides
+  the Lua), ``scripts`` and ``lua/*.lua`` (the state machine), ``outcomes`` (typed transition
+  outcomes: ``ClaimOutcome``, ``CancelOutcome``...), ``streams`` (events as server-sent events);
+* ``lifecycle/``: around a job's run. ``submission`` (``submit_job``, ``submit_batch``),
+  ``steering`` (pause, resume, follow-ups), ``cancelling``, ``finishing`` (metrics and outbox
+  after a final transition);
+* ``batches/``: ``models`` (``BatchRecord``, ``ResultLine``), ``store`` (``BatchStore``), ``bulk``
+  (publishing thousands of messages at once);
+* ``schedules/``: ``models`` (``ScheduleSpec``, ``Schedule``), ``beat`` (cron and RedBeat entries),
+  ``store`` (``ScheduleStore``);
+* ``sessions/``: interactive sessions. ``models`` (options, record, commands, replies), ``errors``,
+  ``store`` (``SessionStore``, ``open_session``);
+* ``secrets/``: ``sealing`` (Fernet: job secrets, proxy passwords), ``models`` and ``credentials``
+  (named credential sets);
+* ``profiles/``: auth profiles. ``models`` (``StorageState``, ``ProfileInfo``), ``store``;
+* ``recipes/``: ``models``, ``templates``, ``recording`` (a recipe from a run), ``checks``
+  (recipe jobs, automatic mode), ``store``;
+* ``artifacts/``: ``names`` (safe names, serving headers), ``store`` (the fsspec store),
+  ``offload`` (large results moved out of the record);
+* ``politeness/``: ``options`` (a job's limits), ``domains`` (registrable domains), ``slots``
+  (per-domain slots and spacing in Redis), ``robots`` (robots.txt and its cache);
+* ``webhooks/``: ``outbox`` (webhooks a final transition owes), ``guard`` (send each once),
+  ``destinations`` (which receivers are allowed);
+* ``queue/``: Celery. ``names`` (queues, task names), ``limits`` (time limits), ``app`` (the
+  app's configuration), ``publish`` (send tasks by name);
+* ``specs/``: checking submissions. ``checks`` (``check_spec``, ``validate_jobs``), ``batch_body``
+  (a batch body's forms), ``output`` (output schemas);
+* ``metrics`` (every Prometheus series), ``reconcile`` (what a crash left half-done), ``live``
+  (a running job's live view), ``errors`` (``JobsError``, ``SpecError``, ``QueueUnavailable``),
+  ``ids`` (``new_id``, ``is_id``).
 """
-
-from workers.jobs.artifacts import ArtifactError, ArtifactStore, JobArtifacts
-from workers.jobs.batches import BatchRecord, BatchStore
-from workers.jobs.errors import (
-    FieldProblem,
-    JobsError,
-    QueueUnavailable,
-    SessionCommandFailed,
-    SessionError,
-    SessionLimitReached,
-    SessionNotFound,
-    SessionUnresponsive,
-    SpecError,
-)
-from workers.jobs.finishing import Finisher
-from workers.jobs.keys import Keys, is_id, new_id
-from workers.jobs.locators import FrameHop, Locator
-from workers.jobs.models import (
-    FINAL_STATES,
-    FailureCategory,
-    JobResult,
-    JobSpec,
-    FollowUpRequest,
-    JobStatus,
-    Priority,
-    RunRecord,
-    SessionState,
-    StepRecord,
-)
-from workers.jobs.records import JobEvent, JobRecord, Progress
-from workers.jobs.session_models import SessionOptions, SessionRecord
-from workers.jobs.sessions import SessionStore, open_session
-from workers.jobs.steering import SteerRefused
-from workers.jobs.store import Claim, FollowUpClaim, JobListing, JobStore, connect
-
-__all__ = [
-    "FINAL_STATES", "ArtifactError", "ArtifactStore", "BatchRecord", "BatchStore", "Claim", "FailureCategory", "FieldProblem",
-    "Finisher", "FollowUpClaim", "FollowUpRequest", "FrameHop", "JobArtifacts",
-    "JobEvent", "JobListing", "JobRecord", "JobResult", "JobSpec", "JobStatus", "JobStore", "JobsError", "Keys", "Locator",
-    "Priority", "Progress", "QueueUnavailable", "RunRecord", "SessionCommandFailed", "SessionError", "SessionLimitReached",
-    "SessionNotFound", "SessionOptions", "SessionRecord", "SessionState", "SessionStore", "SessionUnresponsive", "SpecError",
-    "SteerRefused", "StepRecord", "connect", "is_id", "new_id", "open_session",
-]

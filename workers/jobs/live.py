@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from workers.jobs.store import JobStore
+from workers.jobs.store.jobs import JobStore
 
 WATCH_TTL = 10  # seconds a viewer's interest lasts unless renewed
 RENEW_SECONDS = 3.0  # how often an open viewer renews it

@@ -51,11 +51,13 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from workers.jobs.keys import Keys
-from workers.jobs.models import FailureCategory, JobStatus, StepRecord
-from workers.jobs.queue import QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
-from workers.jobs.session_models import COMMANDS
-from workers.jobs.store import WORKER_FRESH_SECONDS
+from workers.jobs.model.result import StepRecord
+from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.queue.names import QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
+from workers.jobs.recipes.models import ReplayOutcome
+from workers.jobs.sessions.models import COMMANDS
+from workers.jobs.store.jobs import WORKER_FRESH_SECONDS
+from workers.jobs.store.keys import Keys
 
 if TYPE_CHECKING:  # the kernel reads a pool's stats; it never imports the browser layer
     from cdp import BrowserPool, PoolStats
@@ -79,7 +81,7 @@ SESSION_OUTCOMES = ("ok", "action_failed", "url_blocked", "start_failed", "inval
 SESSION_END_REASONS = ("closed", "idle", "max_seconds", "dropped", "worker_stopping", "start_failed", "browser_failed",
                        "failed")
 POLITENESS_WAITS = ("slot", "navigation")  # what a job waits for: a slot on its domain, or its next navigation
-REPLAY_OUTCOMES = ("replayed", "healed", "failed")
+REPLAY_OUTCOMES = tuple(o.value for o in ReplayOutcome)
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 UNMATCHED_ROUTE = "unmatched"  # the route label of a request no route matched (a 404 for any path)
 

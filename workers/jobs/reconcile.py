@@ -12,7 +12,7 @@ worker runs a pass when it starts; a Redis lock lets one pass run at once. A pas
   broker lost the message): so an idempotency key always ends up naming a job that runs. A
   duplicate message is harmless: ``START`` lets one delivery run the job;
 * repairs batches whose submitter died mid-way (``total`` becomes the jobs actually recorded);
-* publishes outbox entries left behind (``outbox``), and trims index entries of expired records;
+* publishes outbox entries left behind (``webhooks.outbox``), and trims index entries of expired records;
 * deletes the artifact folders of those expired records (``artifacts``): artifacts live as long
   as their job's record, ``BROWSERD_RESULT_TTL``.
 """
@@ -26,15 +26,16 @@ import re
 from dataclasses import dataclass
 
 from config import Settings
-from workers.jobs.artifacts import ArtifactStore
-from workers.jobs.batches import COUNTERS, BatchStore
-from workers.jobs.keys import ID_SHAPE, new_id
+from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.ids import ID_SHAPE, new_id
 from workers.jobs.metrics import queue_keys
-from workers.jobs.models import FINAL_STATES, Priority
-from workers.jobs.outbox import Outbox
-from workers.jobs.queue import QUEUES, send_job
-from workers.jobs.records import now
-from workers.jobs.store import JobStore
+from workers.jobs.model.status import FINAL_STATES, JobStatus
+from workers.jobs.queue.names import QUEUES
+from workers.jobs.queue.publish import send_job
+from workers.jobs.store.codec import JobLiveness, now
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.webhooks.outbox import Outbox
 
 log = logging.getLogger("browserd.reconcile")
 
@@ -90,39 +91,40 @@ class Reconciler:
     # --- running jobs nobody runs --------------------------------------------------------------
 
     async def _resend_stale(self, t: float) -> int:
-        ids = await self.redis.zrange(self.keys.state_index("running"), 0, -1)
-        fields = ("state", "heartbeat_at", "reconciled_at", "priority", "spec")
-        rows = await self._hmget(ids, fields)
+        ids = await self.store.ids_in_state(JobStatus.running)
         limit = self.settings.stale_job_seconds
         sent = 0
-        for job_id, (state, beat, resent, priority, spec) in zip(ids, rows):
-            if state != "running" or t - float(beat or 0) < limit:
+        for job in await self.store.liveness(ids):
+            if job is None or job.state is not JobStatus.running:
                 continue
-            if resent and float(resent) > float(beat or 0) and t - float(resent) < limit:
+            beat = job.heartbeat_at or 0.0
+            if t - beat < limit:
+                continue
+            resent = job.reconciled_at
+            if resent and resent > beat and t - resent < limit:
                 continue  # sent again recently and nobody has picked it up yet
-            await self._send(job_id, priority, spec)
-            await self.redis.hset(self.keys.job(job_id), "reconciled_at", repr(t))
-            log.warning("job %s: no heartbeat for %.0fs; sent again", job_id, t - float(beat or 0))
+            await self._send(job)
+            await self.store.mark_resent(job.job_id, t)
+            log.warning("job %s: no heartbeat for %.0fs; sent again", job.job_id, t - beat)
             sent += 1
         return sent
 
     # --- queued jobs with no message -------------------------------------------------------------
 
     async def _publish_orphans(self, t: float) -> int:
-        candidates: list[tuple[str, str | None, str | None]] = []
-        index = self.keys.state_index("queued")
+        candidates: list[JobLiveness] = []
         start = 0
         while True:  # oldest first (seq follows creation); stop at the first young one
-            ids = await self.redis.zrange(index, start, start + CHUNK - 1)
-            rows = await self._hmget(ids, ("state", "created_at", "priority", "spec"))
+            ids = await self.store.ids_in_state(JobStatus.queued, start, start + CHUNK - 1)
             young = False
-            for job_id, (state, created, priority, spec) in zip(ids, rows):
-                if state != "queued":
+            for job in await self.store.liveness(ids):
+                if job is None or job.state is not JobStatus.queued:
                     continue
-                if t - float(created or t) < self.settings.orphan_job_seconds:
+                created = job.created_at if job.created_at is not None else t
+                if t - created < self.settings.orphan_job_seconds:
                     young = True
                     break
-                candidates.append((job_id, priority, spec))
+                candidates.append(job)
             if young or len(ids) < CHUNK:
                 break
             start += CHUNK
@@ -130,10 +132,10 @@ class Reconciler:
             return 0
         in_flight = await self._in_flight()
         published = 0
-        for job_id, priority, spec in candidates:
-            if job_id not in in_flight:
-                await self._send(job_id, priority, spec)
-                log.warning("job %s: queued with no message in the broker; published", job_id)
+        for job in candidates:
+            if job.job_id not in in_flight:
+                await self._send(job)
+                log.warning("job %s: queued with no message in the broker; published", job.job_id)
                 published += 1
         return published
 
@@ -156,21 +158,12 @@ class Reconciler:
     # --- batches whose submitter died ------------------------------------------------------------
 
     async def _repair_batches(self, t: float) -> int:
-        horizon = t - 2 * self.settings.result_ttl
-        ids = await self.redis.zrangebyscore(self.keys.batches, horizon, t - self.settings.orphan_job_seconds)
-        fields = ("id", "submitted", "finished_at", *COUNTERS)
-        rows = await self._hmget(ids, fields, key=self.keys.batch)
         batches = BatchStore(self.store)
-        repaired = 0
-        for batch_id, (exists, submitted, finished, *counts) in zip(ids, rows):
-            if not exists or submitted or finished:
-                continue
-            recorded = sum(int(c or 0) for c in counts)  # every job recorded counts in one state
-            await self.redis.hset(self.keys.batch(batch_id), mapping={"total": recorded, "submitted": "repaired"})
-            await batches.complete_if_done(batch_id)
+        abandoned = await batches.abandoned(t - 2 * self.settings.result_ttl, t - self.settings.orphan_job_seconds)
+        for batch_id, recorded in abandoned.items():
+            await batches.repair(batch_id, recorded)
             log.warning("batch %s: its submitter died; total set to the %d jobs recorded", batch_id, recorded)
-            repaired += 1
-        return repaired
+        return len(abandoned)
 
     # --- indexes of expired records --------------------------------------------------------------
 
@@ -195,7 +188,7 @@ class Reconciler:
             return
         job_id, _, rest = rest.partition(" ")
         _state, _, labels = rest.partition(" ")
-        if labels.startswith("schedule="):  # a schedule's job (see ``lua.expiring_member``)
+        if labels.startswith("schedule="):  # a schedule's job (see ``expiring_member`` in ``job_prelude.lua``)
             schedule, _, labels = labels.removeprefix("schedule=").partition(" ")
             pipe.zrem(self.keys.schedule_jobs(schedule), job_id)  # type: ignore[attr-defined]
         pipe.zrem(self.keys.all_jobs, job_id)  # type: ignore[attr-defined]
@@ -224,16 +217,6 @@ class Reconciler:
 
     # --- helpers -------------------------------------------------------------------------------
 
-    async def _hmget(self, ids: list[str], fields: tuple[str, ...], key: object = None) -> list[list[str | None]]:
-        name = key or self.keys.job
-        rows: list[list[str | None]] = []
-        for start in range(0, len(ids), CHUNK):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for item in ids[start:start + CHUNK]:
-                    pipe.hmget(name(item), fields)  # type: ignore[operator]
-                rows += await pipe.execute()
-        return rows
-
-    async def _send(self, job_id: str, priority: str | None, spec: str | None) -> None:
-        timeout = json.loads(spec or "{}").get("timeout") or self.settings.job_timeout
-        await asyncio.to_thread(send_job, job_id, Priority(priority or "normal"), float(timeout))
+    async def _send(self, job: JobLiveness) -> None:
+        timeout = job.timeout or self.settings.job_timeout
+        await asyncio.to_thread(send_job, job.job_id, job.priority, float(timeout))

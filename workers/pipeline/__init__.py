@@ -15,9 +15,9 @@ is named by one table (``workers.agent.failures``).
 from workers.pipeline.feature import Feature, Services, Stage
 from workers.pipeline.features import FEATURES
 from workers.pipeline.local import run_local
-from workers.pipeline.pipeline import Delivered, DeliveryOutcome, GivenLease, Pipeline
+from workers.pipeline.pipeline import Abandoned, Delivered, GivenLease, Pipeline
 from workers.pipeline.records import LocalRecords, RunRecords, StoreRecords
 from workers.pipeline.run import JobRun
 
-__all__ = ["FEATURES", "Delivered", "DeliveryOutcome", "Feature", "GivenLease", "JobRun", "LocalRecords", "Pipeline",
+__all__ = ["FEATURES", "Delivered", "Abandoned", "Feature", "GivenLease", "JobRun", "LocalRecords", "Pipeline",
            "RunRecords", "Services", "Stage", "StoreRecords", "run_local"]

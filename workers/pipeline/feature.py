@@ -38,10 +38,10 @@ import redis.asyncio as aioredis
 
 from config import Settings
 from workers.agent.telemetry import SILENT, Telemetry
-from workers.jobs.artifacts import ArtifactStore
-from workers.jobs.keys import Keys
-from workers.jobs.models import JobResult, StepRecord
-from workers.jobs.store import JobStore
+from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.model.result import JobResult, StepRecord
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.keys import Keys
 from workers.pipeline.records import RunRecords
 from workers.pipeline.run import JobRun
 

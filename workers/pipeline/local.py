@@ -16,8 +16,9 @@ from collections.abc import Sequence
 import redis.asyncio as aioredis
 
 from config import Settings
-from workers.jobs.artifacts import ainline
-from workers.jobs.models import JobResult, JobSpec
+from workers.jobs.artifacts.offload import ainline
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.features import FEATURES
 from workers.pipeline.pipeline import Browsers, Pipeline

@@ -27,10 +27,18 @@ from config import bind, note
 from workers.agent import AgentEvent, JobInputs, JobSession
 from workers.agent.failures import failure
 from workers.jobs.budget import TimeBudget
-from workers.jobs.errors import BrowserWaitExpired, HardLimitReached, JobVanished, RunBackstop
+from workers.jobs.errors import (
+    BrowserWaitExpired,
+    HardLimitReached,
+    JobVanished,
+    RunBackstop,
+)
 from workers.jobs.metrics import observe_step
-from workers.jobs.models import JobResult, JobSpec, JobStatus, StepRecord
-from workers.jobs.records import AGENT_EVENT
+from workers.jobs.model.record import AGENT_EVENT
+from workers.jobs.model.result import JobResult, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.store.outcomes import ClaimOutcome
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.records import RunRecords
 from workers.pipeline.run import JobRun
@@ -57,28 +65,23 @@ class GivenLease:
         yield self._lease
 
 
-class DeliveryOutcome(StrEnum):
-    """How one delivery ended: ``run`` (this delivery ran the job), the claim's reason not to run it,
-    or ``hard_limit`` (the worker thread gave up on a run that ignored its limits)."""
+class Abandoned(StrEnum):
+    """A delivery that did not end by itself: the worker thread gave up on a run that ignored its
+    limits (``WorkerRuntime.run``)."""
 
-    run = "run"
-    missing = "missing"
-    finished = "finished"
-    busy = "busy"
-    cancelled = "cancelled"
-    lost = "lost"
     hard_limit = "hard_limit"
 
 
 @dataclass(frozen=True)
 class Delivered:
-    """What one delivery did, and the job's status when this delivery made it final."""
+    """What one delivery did (the claim's outcome: ``run`` when it ran the job, else why not; or
+    ``Abandoned``), and the job's status when this delivery made it final."""
 
-    outcome: DeliveryOutcome
+    outcome: ClaimOutcome | Abandoned
     status: JobStatus | None = None
 
 
-CLAIM_FINALS = {"cancelled": JobStatus.cancelled, "lost": JobStatus.failed}
+CLAIM_FINALS = {ClaimOutcome.cancelled: JobStatus.cancelled, ClaimOutcome.lost: JobStatus.failed}
 """Claims that themselves ended the job (cancelled while queued; lost too often), and as what."""
 
 
@@ -111,10 +114,9 @@ class Pipeline:
                                              max_attempts=self.settings.max_attempts,
                                              stale_after=self.services.stale_after)
             note(attempt=claim.attempt)
-            outcome = DeliveryOutcome(claim.outcome)
-            if outcome is not DeliveryOutcome.run:
-                log.info("job %s not run: %s (attempts=%s)", job_id, outcome, claim.attempt)
-                return Delivered(outcome, CLAIM_FINALS.get(outcome))
+            if claim.outcome is not ClaimOutcome.run:
+                log.info("job %s not run: %s (attempts=%s)", job_id, claim.outcome, claim.attempt)
+                return Delivered(claim.outcome, CLAIM_FINALS.get(claim.outcome))
             spec = await self.records.spec(job_id)
             run = self._begin(job_id, claim.attempt, spec)
             try:
@@ -123,7 +125,7 @@ class Pipeline:
                 self.runs.pop(job_id, None)
                 await run.stack.aclose()  # unless a kept session took it over
             log.info("job %s attempt %s: %s %s", job_id, run.attempt, result.status.value, result.category or "")
-            return Delivered(DeliveryOutcome.run, result.status)
+            return Delivered(ClaimOutcome.run, result.status)
 
     def _begin(self, job_id: str, attempt: int, spec: JobSpec | None) -> JobRun:
         shown = spec or JobSpec(task="(the job record vanished)")

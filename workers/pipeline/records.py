@@ -28,11 +28,14 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workers.agent import AgentEvent
 from workers.agent.recorder import OnStep
-from workers.jobs.finishing import Finisher
-from workers.jobs.keys import new_id
-from workers.jobs.models import JobResult, JobSpec, RunRecord, StepRecord
-from workers.jobs.records import AGENT_EVENT
-from workers.jobs.store import Claim, JobStore, RunFlags
+from workers.jobs.ids import new_id
+from workers.jobs.lifecycle.finishing import Finisher
+from workers.jobs.model.record import AGENT_EVENT
+from workers.jobs.model.result import JobResult, RunRecord, StepRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.store.codec import RunFlags
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.outcomes import Claim, ClaimOutcome
 from workers.pipeline.run import JobRun
 
 log = logging.getLogger("browserd.worker")
@@ -86,9 +89,9 @@ class StoreRecords:
 
     async def claim(self, job_id: str, *, worker: str, max_attempts: int, stale_after: float) -> Claim:
         claim = await self.store.start(job_id, worker=worker, max_attempts=max_attempts, stale_after=stale_after)
-        if claim.outcome in ("cancelled", "lost"):  # this claim made the job final: what that owes follows
+        if claim.outcome in (ClaimOutcome.cancelled, ClaimOutcome.lost):  # this claim made the job final: what that owes follows
             await self.finisher.finished(job_id)
-        elif claim.outcome == "finished":  # a redelivery: what the finishing process owed may be unsent
+        elif claim.outcome is ClaimOutcome.finished:  # a redelivery: what the finishing process owed may be unsent
             await self.finisher.settle(job_id)
         return claim
 
@@ -167,10 +170,10 @@ class LocalRecords:
 
     async def claim(self, job_id: str, *, worker: str, max_attempts: int, stale_after: float) -> Claim:
         if job_id not in self.specs:
-            return Claim("missing", 0)
+            return Claim(ClaimOutcome.missing, 0)
         if job_id in self.results:
-            return Claim("finished", 1)
-        return Claim("run", 1)
+            return Claim(ClaimOutcome.finished, 1)
+        return Claim(ClaimOutcome.run, 1)
 
     async def spec(self, job_id: str) -> JobSpec | None:
         return self.specs.get(job_id)

@@ -19,7 +19,7 @@ from typing import TypeVar
 import cdp
 from workers.agent import JobInputs, JobSession
 from workers.jobs.budget import TimeBudget
-from workers.jobs.models import JobSpec
+from workers.jobs.model.spec import JobSpec
 
 T = TypeVar("T")
 

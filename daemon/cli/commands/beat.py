@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings()
-    from workers.jobs.queue import app, broker_url
+    from workers.jobs.queue.app import app, broker_url
 
     broker_url(settings)
     # RedBeat's lock (held in Redis, refreshed every tick) lets only one beat send tasks; a second

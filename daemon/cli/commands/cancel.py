@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from daemon.cli.output import api_command, client, summary
-from workers.jobs.models import FINAL_STATES, JobStatus
+from workers.jobs.model.status import FINAL_STATES, JobStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,8 +6,8 @@ import argparse
 import shlex
 
 from daemon.cli.output import api_command, client, print_json, summary
-from workers.jobs.keys import is_id
-from workers.jobs.models import JobStatus
+from workers.jobs.ids import is_id
+from workers.jobs.model.status import JobStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from daemon.cli.commands.submit import params_of
 from daemon.cli.output import api_command, client, print_json
-from workers.jobs.recipes import RecipeInfo
+from workers.jobs.recipes.models import RecipeInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from config import load_settings, setup_logging
-from workers.jobs.actions import validate_script
-from workers.jobs.models import JobSpec
+from workers.jobs.model.actions import validate_script
+from workers.jobs.model.spec import JobSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,8 +79,11 @@ def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run(spec: Any, settings: Any, *, show_steps: bool) -> Any:
-    from cdp import BrowserPool, PoolConfig  # the browser layer and the agent load only when a job runs
-    from workers.jobs.store import connect
+    from cdp import (  # the browser layer and the agent load only when a job runs
+        BrowserPool,
+        PoolConfig,
+    )
+    from workers.jobs.store.connection import connect
     from workers.pipeline import LocalRecords, run_local
 
     cancelled = asyncio.Event()

@@ -14,8 +14,9 @@ import sys
 
 from cdp.launcher import die_with_parent
 from config import get_settings, load_settings
-from workers.jobs.models import Priority
-from workers.jobs.queue import SESSIONS_QUEUE, default_node_name
+from workers.jobs.model.status import Priority
+from workers.jobs.queue.app import default_node_name
+from workers.jobs.queue.names import SESSIONS_QUEUE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         get_settings.cache_clear()
     settings = load_settings()  # a bad variable fails here, with its name
     from workers.celery_app import app, broker_url, check_limits  # the app reads settings: after the check above
-    from workers.jobs.queue import SIDE_QUEUES
+    from workers.jobs.queue.names import SIDE_QUEUES
 
     broker_url(settings)
     check_limits(settings)

@@ -129,7 +129,7 @@
   // served by the console under the page's own path, with the same session.
   function screenshot(path) {
     const name = String(path || "").split("/").pop();
-    if (!/^(run-[1-9][0-9]*-)?step-[0-9]+\.jpg$/.test(name)) return null;  // SCREENSHOT in workers/jobs/artifacts.py
+    if (!/^(run-[1-9][0-9]*-)?step-[0-9]+\.jpg$/.test(name)) return null;  // SCREENSHOT in workers/jobs/artifacts/names.py
     const url = location.pathname.replace(/\/$/, "") + "/artifacts/" + name;
     const link = el("a", "shot");
     link.href = url;

@@ -11,7 +11,7 @@ from workers.agent.actions.registry import (
     parse_action,
 )
 from workers.agent.actions.runner import Outcome, run_action
-from workers.jobs.actions import ACTION_PARAMS
+from workers.jobs.model.actions import ACTION_PARAMS
 
 _unregistered = set(ACTION_PARAMS) - set(ACTIONS)
 if _unregistered:  # the kernel accepts these in scripts: the agent must be able to run them

@@ -16,7 +16,7 @@ from workers.agent.llm import ToolSpec, call_structured
 from workers.agent.merge import without_extensions
 from workers.agent.prompts import SECURITY_RULES, extractor_system
 from workers.agent.wrapping import user_request
-from workers.jobs.actions import CacheContent, Done, ExtractContent, ExtractFields
+from workers.jobs.model.actions import CacheContent, Done, ExtractContent, ExtractFields
 
 CHUNK_CHARS = 60_000  # page text per extractor call; a longer page is read in chunks
 

@@ -15,13 +15,7 @@ from workers.agent.actions.cdp_input import (
 from workers.agent.actions.registry import action
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
-from workers.jobs.actions import (
-    ClickElement,
-    GetDropdownOptions,
-    InputText,
-    SelectDropdownOption,
-    SendKeys,
-)
+from workers.jobs.model.actions import ClickElement, GetDropdownOptions, InputText, SelectDropdownOption, SendKeys
 
 LABEL_ATTRIBUTES = ("aria-label", "placeholder", "title", "alt", "value", "name")
 

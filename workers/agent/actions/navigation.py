@@ -7,15 +7,7 @@ from urllib.parse import quote_plus
 from workers.agent.actions.registry import action
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
-from workers.jobs.actions import (
-    CloseTab,
-    GoBack,
-    GoToUrl,
-    OpenTab,
-    Search,
-    SwitchTab,
-    Wait,
-)
+from workers.jobs.model.actions import CloseTab, GoBack, GoToUrl, OpenTab, Search, SwitchTab, Wait
 
 WAIT_SLICE = 0.25  # seconds between looks at the browser during a wait
 

@@ -1,6 +1,6 @@
 """The action registry: one executor (and its description for the model) per action name.
 
-Names and parameter schemas are the job kernel's (``workers.jobs.actions``), so the API can
+Names and parameter schemas are the job kernel's (``workers.jobs.model.actions``), so the API can
 validate a script without the agent; registering a name the kernel does not know, or with other
 parameters, fails at import.
 """
@@ -12,8 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.agent.context import ActionResult, JobContext
-from workers.jobs.actions import ACTION_PARAMS, ActionParams, ElementRef, params_schema
-from workers.jobs.actions import parse_action as parse_params
+from workers.jobs.model.actions import (
+    ACTION_PARAMS,
+    ActionParams,
+    ElementRef,
+    params_schema,
+    parse_action as parse_params,
+)
 
 Executor = Callable[[JobContext, Any], Awaitable[ActionResult]]
 

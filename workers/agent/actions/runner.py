@@ -10,8 +10,8 @@ from workers.agent.actions.registry import Action
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError, AgentError
 from workers.agent.events import ExecutionState
-from workers.jobs.actions import ActionParams
-from workers.jobs.models import ActionRecord, DialogRecord
+from workers.jobs.model.actions import ActionParams
+from workers.jobs.model.result import ActionRecord, DialogRecord
 
 
 @dataclass

@@ -9,7 +9,7 @@ from workers.agent.actions.cdp_input import call_on_element
 from workers.agent.actions.registry import action
 from workers.agent.context import ActionResult, JobContext
 from workers.agent.errors import ActionError
-from workers.jobs.actions import (
+from workers.jobs.model.actions import (
     NextPage,
     PreviousPage,
     ScrollTarget,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from workers.jobs.models import JobResult
+from workers.jobs.model.result import JobResult
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
 

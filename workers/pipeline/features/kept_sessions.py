@@ -23,8 +23,9 @@ from contextlib import AsyncExitStack
 
 from config import bind
 from workers.agent.failures import SESSION_ENDERS
-from workers.jobs.models import JobResult, JobStatus
-from workers.jobs.store import FollowUp, JobStore
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.status import JobStatus
+from workers.jobs.store.jobs import FollowUp, JobStore
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun, Keep
 

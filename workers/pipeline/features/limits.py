@@ -12,9 +12,9 @@ import asyncio
 import logging
 
 from workers.agent.failures import failure
-from workers.jobs.artifacts import offload
+from workers.jobs.artifacts.offload import offload
 from workers.jobs.errors import ResultTooLarge
-from workers.jobs.models import JobResult
+from workers.jobs.model.result import JobResult
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import cdp
 from workers.jobs.live import publish_frame, watched
-from workers.jobs.store import JobStore
+from workers.jobs.store.jobs import JobStore
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
 

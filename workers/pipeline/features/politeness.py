@@ -32,12 +32,13 @@ import httpx
 
 import cdp
 from workers.agent import URLBlocked
-from workers.jobs.domain_limits import DomainLimits, HeldSlot, poll_slot
 from workers.jobs.metrics import politeness_waiting
-from workers.jobs.models import JobSpec
-from workers.jobs.politeness import PolitenessLimits, job_domain, limits_for, url_domain
-from workers.jobs.records import POLITENESS_EVENT
-from workers.jobs.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
+from workers.jobs.model.record import POLITENESS_EVENT
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.politeness.domains import job_domain, url_domain
+from workers.jobs.politeness.options import PolitenessLimits, limits_for
+from workers.jobs.politeness.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
+from workers.jobs.politeness.slots import DomainLimits, HeldSlot, poll_slot
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun
 

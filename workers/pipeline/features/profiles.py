@@ -11,7 +11,8 @@ tenant's mistake: ``profile_missing``.
 from __future__ import annotations
 
 from workers.agent import ProfileIO
-from workers.jobs.profiles import ProfileMissing, ProfileStore, StorageState
+from workers.jobs.profiles.models import ProfileMissing, StorageState
+from workers.jobs.profiles.store import ProfileStore
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
 

@@ -23,15 +23,14 @@ from redis.exceptions import RedisError
 import workers.jobs.metrics as metrics
 from workers.agent import replay_spec
 from workers.jobs.errors import JobsError, RecipeUnavailable, SpecError
-from workers.jobs.models import JobResult, JobSpec, JobStatus
-from workers.jobs.recipes import (
-    RecipeStore,
-    ReplayPlan,
-    check_params,
-    infer_params,
-    params_from_task,
-    recipe_from_run,
-)
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
+from workers.jobs.recipes.checks import check_params
+from workers.jobs.recipes.models import ReplayOutcome, ReplayPlan
+from workers.jobs.recipes.recording import infer_params, recipe_from_run
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.recipes.templates import params_from_task
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun
 
@@ -117,12 +116,12 @@ class RecipeReplay(Feature):
         ok = result.status is JobStatus.succeeded
         metrics.observe_replay({"replayed": len(replayed) - failed, "failed": failed, "healed": len(healed) if ok else 0},
                                max(0, recipe.recorded_tokens - used) if ok else 0)
-        outcome = "failed" if not ok else "healed" if healed else "replayed"
+        outcome = ReplayOutcome.failed if not ok else ReplayOutcome.healed if healed else ReplayOutcome.replayed
         stats = await self.store.record_run(recipe.name, outcome, result.error or "")
-        if outcome == "failed" and stats.broken and stats.failing == self.store.max_failures:
+        if outcome is ReplayOutcome.failed and stats.broken and stats.failing == self.store.max_failures:
             log.warning("recipe %s is marked broken: %s; jobs naming it are refused until it is saved again",
                         recipe.name, stats.broken)
-        if outcome == "healed":
+        if outcome is ReplayOutcome.healed:
             spec = JobSpec(task=recipe.task_for(plan.params), start_url=recipe.start_url_for(plan.params),
                            output_schema=recipe.output_schema)
             new = recipe_from_run(recipe.name, spec, result.steps, plan.params, source_job=job_id,

@@ -9,9 +9,9 @@ A set that does not exist is the tenant's mistake: ``credentials_missing``.
 
 from __future__ import annotations
 
-from workers.jobs.credentials import CredentialStore
 from workers.jobs.errors import CredentialsMissing
-from workers.jobs.secrets import open_secrets
+from workers.jobs.secrets.credentials import CredentialStore
+from workers.jobs.secrets.sealing import open_secrets
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
 

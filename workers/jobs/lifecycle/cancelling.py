@@ -1,0 +1,34 @@
+"""Cancelling a job or a batch, and what must follow when a queued job is cancelled outright.
+
+One path for every caller (the API, the web console, the MCP server): a queued job that is
+cancelled never reaches a worker, so the canceller does the after-finish work (metrics, webhook,
+batch completion) that a worker would otherwise do.
+"""
+
+from __future__ import annotations
+
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.lifecycle.finishing import Finisher
+from workers.jobs.metrics import observe_job_finished
+from workers.jobs.model.status import JobStatus
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.outcomes import CancelOutcome, CancelResult
+
+
+async def cancel_job(store: JobStore, job_id: str) -> CancelResult:
+    """Cancel one job: ``cancelled`` (it was queued; it never starts), ``requested`` (it is running and
+    stops before its next action), ``session_closed`` (it had finished; its kept session is closed),
+    ``finished`` (too late; ``state`` says how it ended) or ``missing``."""
+    done = await store.cancel(job_id)
+    if done.outcome is CancelOutcome.cancelled:  # it never started: no worker will count or report it
+        await Finisher(store).finished(job_id)
+    return done
+
+
+async def cancel_batch(store: JobStore, batch_id: str) -> int:
+    """Cancel every unfinished job of an existing batch; returns how many were queued (cancelled at once)."""
+    cancelled = await BatchStore(store).cancel(batch_id)
+    for _ in cancelled:
+        observe_job_finished(JobStatus.cancelled)
+    await Finisher(store).batch_settled(batch_id, cancelled)
+    return len(cancelled)

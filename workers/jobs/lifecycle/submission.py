@@ -1,0 +1,69 @@
+"""Submitting: one job (its record, then its message), or a whole batch (records in pipelined Lua
+calls, then every message in one bulk publish, ``batches.bulk``).
+
+Shared by ``POST /v1/jobs`` and ``POST /v1/batches``, a schedule's runs (``workers.scheduled``)
+and ``bench.batch``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import workers.jobs.metrics as metrics
+from config import Settings
+from workers.jobs.batches.bulk import Outgoing, announce_sent, encode_jobs, publish_encoded
+from workers.jobs.batches.models import BatchRecord
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.errors import QueueUnavailable
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.queue.publish import send_job
+from workers.jobs.specs.checks import max_steps_of
+from workers.jobs.store.jobs import Created, JobStore
+
+log = logging.getLogger("browserd.batches")
+
+
+async def submit_job(store: JobStore, spec: JobSpec, settings: Settings) -> Created:
+    """Record and publish one checked spec. Same idempotency key, same job (``created`` False).
+
+    Raises ``QueueUnavailable`` (the job was cancelled) when its message cannot be published.
+    """
+    job_id, created = await store.create(spec, max_steps=max_steps_of(spec, settings))
+    if created:
+        try:
+            await asyncio.to_thread(send_job, job_id, spec.priority, spec.timeout or settings.job_timeout)
+        except Exception as exc:
+            log.error("could not queue job %s: %s", job_id, exc)
+            await store.cancel(job_id)
+            raise QueueUnavailable(str(exc)) from exc
+    return Created(job_id, created)
+
+
+async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings, *,
+                       schedule_id: str | None = None, webhook_url: str | None = None) -> BatchRecord:
+    """Queue checked specs as one batch; returns its record (already counting its queued jobs)."""
+    batches = BatchStore(store)
+    steps = [max_steps_of(spec, settings) for spec in specs]
+    batch_id, job_ids, created = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url)
+    outgoing = [
+        Outgoing(job_id, spec.priority, spec.timeout or settings.job_timeout)
+        for job_id, spec, new in zip(job_ids, specs, created)
+        if new
+    ]
+    encoded = await asyncio.to_thread(encode_jobs, outgoing)
+    try:
+        await publish_encoded(store.redis, encoded)
+    except Exception as exc:
+        log.error("could not queue batch %s: %s", batch_id, exc)
+        await batches.cancel(batch_id)
+        raise QueueUnavailable(str(exc)) from exc
+    metrics.observe_batch_submitted()
+    await batches.mark_submitted(batch_id)
+    try:
+        await asyncio.to_thread(announce_sent, outgoing)
+    except Exception as exc:  # events are for dashboards; the jobs are queued regardless
+        log.warning("task-sent events of batch %s not sent: %s", batch_id, exc)
+    record = await batches.get(batch_id)
+    assert record is not None
+    return record

@@ -1,0 +1,101 @@
+"""A job as users see it: its record (state, progress, result, runs), the answers that carry it,
+and the entries of its event stream.
+
+Pure pydantic: how these are kept in Redis is the store's business (``store.codec``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from workers.jobs.model.result import JobResult, RunRecord
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory, JobStatus, Priority, SessionState
+
+
+class Progress(BaseModel):
+    step: int = Field(0, description="Steps completed in the current attempt.")
+    max_steps: int = Field(0, description="Step budget of the job.")
+
+
+class JobRecord(BaseModel):
+    """A job's state, progress and (once finished) result."""
+
+    id: str
+    state: JobStatus
+    priority: Priority = Priority.normal
+    labels: dict[str, str] = Field(default_factory=dict)
+    batch: str | None = Field(None, description="The batch the job belongs to, if any.")
+    schedule: str | None = Field(None, description="The schedule whose run (a batch) created the job, if any.")
+    idempotency_key: str | None = None
+    attempts: int = Field(0, description="Times a worker started the job (a redelivery after a lost worker adds one).")
+    worker: str | None = Field(None, description="Worker that ran (or runs) the latest attempt.")
+    progress: Progress = Field(default_factory=Progress)
+    cancel_requested: bool = False
+    paused: bool = Field(False, description="A pause was asked (POST .../pause): the agent stops between steps "
+                         "and holds its browser until resumed (POST .../resume), cancelled, or "
+                         "BROWSERD_PAUSE_MAX_SECONDS.")
+    paused_at: datetime | None = None
+    session: SessionState | None = Field(None, description="For a job with options.keep_session: kept (a "
+                                         "follow-up may be sent until session_until) or closed.")
+    session_until: datetime | None = Field(None, description="When the kept session closes if no follow-up comes.")
+    session_note: str | None = Field(None, description="Why the session closed.")
+    runs: list[RunRecord] = Field(default_factory=list, description="A job that keeps its session: its task and "
+                                  "each follow-up, oldest first, each with its own result; the job's result, state, "
+                                  "category and error are the latest run's.")
+    category: FailureCategory | None = Field(None, description="Why the job failed, when it did.")
+    error: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    first_command_at: datetime | None = Field(None, description="When the job sent its first CDP command.")
+    heartbeat_at: datetime | None = None
+    finished_at: datetime | None = None
+    spec: JobSpec | None = None
+    result: JobResult | None = None
+    seq: int = Field(0, description="Creation order; listing cursors refer to it.")
+
+
+AGENT_EVENT = "agent"
+"""Stream entries of the agent's execution events (Nanobrowser's actor x state model), next to
+the ``state``, ``step`` and ``cancel_requested`` entries; SSE sends them as ``event: agent``."""
+
+POLITENESS_EVENT = "politeness"
+"""Stream entries of a job's politeness waits and refusals (``workers.politeness``): ``data`` has
+``kind`` (``slot`` | ``navigation`` | ``robots``), ``state`` (``waiting`` | ``acquired`` |
+``refused``), the ``domain`` (or ``url``) and what it waited; SSE sends them as ``event: politeness``."""
+
+
+class SubmittedJob(JobRecord):
+    """The answer to a submission: the job, and whether this request created it."""
+
+    created: bool = Field(description="False when the idempotency key matched an existing job.")
+
+
+class FollowUpAccepted(JobRecord):
+    """The answer to a follow-up: the job (running again), the run number, and where its events start."""
+
+    run: int = Field(description="The follow-up's run number (the job's own task is run 1).")
+    last_event_id: str = Field(description="Follow this run's events from here: pass it as Last-Event-ID to "
+                               "GET /v1/jobs/{id}/events (earlier runs' events come before it).")
+
+
+class JobPage(BaseModel):
+    """One page of a listing, newest first."""
+
+    jobs: list[JobRecord]
+    next_cursor: int | None = Field(None, description="Pass as ?cursor= for the next (older) page.")
+
+
+class JobEvent(BaseModel):
+    """One entry of a job's event stream: a step, a state change, or a cancel request."""
+
+    id: str = Field(description="Stream entry id; pass it back as Last-Event-ID to resume.")
+    type: str
+    data: dict[str, Any]
+
+    @property
+    def final(self) -> bool:
+        return self.type == "state" and JobStatus(self.data.get("state", "queued")).finished

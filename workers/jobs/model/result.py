@@ -1,0 +1,132 @@
+"""What a job produces: its result, its steps and their actions, its files, and each run's record.
+
+Shared by the agent (which fills them), the store (which keeps them as JSON in the job record),
+the API and the client (which show them). Pure pydantic.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from workers.jobs.model.locators import Locator
+from workers.jobs.model.status import FailureCategory, JobStatus
+
+
+class ActionRecord(BaseModel):
+    """One action the agent (or the script) ran, and what came of it."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    index: int | None = Field(None, description="the index of the element acted on (also when a locator named it)")
+    locator: Locator | None = Field(None, description="what the element acted on is, to find it again on a new page")
+    ok: bool = True
+    result: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+
+class DialogRecord(BaseModel):
+    """A JavaScript dialog a page opened and how it was answered; ``message`` is untrusted page text."""
+
+    type: str
+    message: str
+    url: str
+    accepted: bool
+
+
+class DownloadRecord(BaseModel):
+    """A file the job downloaded (``mime`` is guessed from the name)."""
+
+    name: str
+    size: int
+    mime: str
+    url: str
+    artifact: str | None = Field(None, description="Where the API serves the file (/v1/jobs/{id}/artifacts/{name}).")
+
+
+class ArtifactLink(BaseModel):
+    """One file in a job's artifact folder; ``url`` is the API path that serves it."""
+
+    name: str
+    size: int
+    content_type: str
+    url: str
+    run: int = Field(1, description="The run of the job that left it: 1, or a follow-up's number "
+                     "(options.keep_session), whose files are named run-N-... (run-2-step-001.jpg).")
+
+
+class NavigatorBrain(BaseModel):
+    """What the navigator said of its step (its ``current_state``): model text that may quote the
+    page, so it is untrusted; shown as text only, and scrubbed of the job's secrets like the step."""
+
+    evaluation_previous_goal: str = Field("", description="How the model judged the previous step's goal.")
+    memory: str = Field("", description="What the model keeps in mind for the task so far.")
+    next_goal: str = Field("", description="What the model means to do with this step's actions.")
+
+
+class StepRecord(BaseModel):
+    """One executor step; also the payload of a step event in the job's stream."""
+
+    step: int
+    url: str | None = None
+    actions: list[ActionRecord] = Field(default_factory=list)
+    dom_seconds: float = 0.0
+    llm_seconds: float = 0.0
+    action_seconds: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    image_tokens: int = Field(0, description="Estimated share of input_tokens spent on screenshots (vision).")
+    elements: int | None = None
+    plan: dict[str, Any] | None = None
+    brain: NavigatorBrain | None = Field(None, description="The navigator's evaluation, memory and next goal "
+                                         "(agent steps the navigator answered; none for script, replayed or "
+                                         "rolling-horizon steps).")
+    dialogs: list[DialogRecord] = Field(default_factory=list)
+    error: str | None = None
+    screenshot: str | None = Field(None, description="API path of the screenshot taken at the end of this step.")
+    replayed: bool = Field(False, description="Run from a recipe with no LLM (false: an agent or script step).")
+
+
+class JobTotals(BaseModel):
+    steps: int = 0
+    actions: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    image_tokens: int = 0
+    llm_calls: int = 0
+    seconds: float = 0.0
+
+
+class JobResult(BaseModel):
+    """What a finished job produced."""
+
+    status: JobStatus
+    category: FailureCategory | None = None
+    error: str | None = None
+    final_answer: str | None = None
+    data: Any = None
+    steps: list[StepRecord] = Field(default_factory=list)
+    downloads: list[DownloadRecord] = Field(default_factory=list)
+    artifacts: list[ArtifactLink] = Field(default_factory=list, description="Files the job left in the artifact store.")
+    result_artifact: str | None = Field(
+        None, description="Set when final answer, data and steps were too large for the record "
+        "(BROWSERD_ARTIFACT_INLINE_BYTES): the API path of result.json holding them; GET /v1/jobs/{id} fills them in.")
+    totals: JobTotals = Field(default_factory=JobTotals)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class RunRecord(BaseModel):
+    """One run of a job that keeps its session: the first task, then each follow-up, with its own result."""
+
+    run: int = Field(description="1 for the job's own task, 2 for the first follow-up, ...")
+    task: str
+    state: JobStatus
+    category: FailureCategory | None = None
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    result: JobResult | None = None

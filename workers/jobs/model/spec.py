@@ -1,0 +1,292 @@
+"""What a user submits: a job spec and its option models, and a follow-up task.
+
+``JobSpec`` is validated by the API (the request body), stored in the job record, read back by
+the worker and shown by the client, so a job means the same thing everywhere it travels. Pure
+pydantic: importing it loads neither Redis, Celery nor the agent.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    SecretStr,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from config import ReasoningEffort
+from config.networks import parse_networks
+from workers.jobs.model.browsing import (
+    Geolocation,
+    ProxySettings,
+    ResourceKind,
+    SecretName,
+    UserAgent,
+    Viewport,
+    check_block,
+    check_headers,
+    check_locale,
+    check_timezone,
+)
+from workers.jobs.model.status import Priority
+from workers.jobs.politeness.options import PolitenessOptions
+
+STORED_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""The name a user gives a stored thing (an auth profile, a recipe): letters, digits, ``_.-``, at
+most 64; it is a hash field or part of a key, and a path segment of the API."""
+ProfileName = Annotated[str, StringConstraints(pattern=STORED_NAME)]
+RecipeName = Annotated[str, StringConstraints(pattern=STORED_NAME)]
+MAX_SECRETS = 20
+MIN_SECRET, MAX_SECRET = 4, 4096
+
+
+class ModelParams(BaseModel):
+    """Sampling parameters of one role's model; None keeps the setting (``BROWSERD_<ROLE>_<PARAM>``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    reasoning_effort: ReasoningEffort | None = Field(None, description="low, medium or high (reasoning models).")
+
+    def set(self) -> dict[str, Any]:
+        """Only the parameters this job sets."""
+        return self.model_dump(exclude_none=True)
+
+
+class RoleModelParams(BaseModel):
+    """``ModelParams`` per role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planner: ModelParams = Field(default_factory=ModelParams)
+    navigator: ModelParams = Field(default_factory=ModelParams)
+    extractor: ModelParams = Field(default_factory=ModelParams)
+
+
+class AgentOptions(BaseModel):
+    """Nanobrowser's executor options, with its defaults (None: take the setting's value)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int | None = Field(None, ge=1, le=1000)
+    planning_interval: int | None = Field(None, ge=1, le=100)
+    max_failures: int | None = Field(None, ge=1, le=100)
+    max_actions_per_step: int | None = Field(None, ge=1, le=50)
+    max_input_tokens: int | None = Field(None, ge=1000)
+    strategy: Literal["planner_navigator", "rolling_horizon"] = Field(
+        "planner_navigator", description="planner_navigator: Nanobrowser's loop; rolling_horizon: the planner "
+        "plans the next `horizon` actions, run one per step, replanning at the end, on a failure or a page change.")
+    horizon: int = Field(3, ge=1, le=20, description="Actions per rolling-horizon plan.")
+    memory_interval: int = Field(10, ge=0, le=1000, description="Summarise past steps every N steps (0: never).")
+    use_vision: bool = Field(
+        False, description="Send the navigator a JPEG of the viewport with each indexed element's box and index "
+        "drawn on it (the page is not changed); only the latest screenshot stays in the history.")
+    use_vision_for_planner: bool = Field(False, description="Send the planner the same screenshot.")
+    viewport_expansion: int | None = Field(None, ge=-1)
+    model_params: RoleModelParams = Field(
+        default_factory=RoleModelParams, description="temperature, top_p and reasoning_effort per role, e.g. "
+        '{"navigator": {"temperature": 0.2}}; unset ones take the settings.')
+    keep_session: float | None = Field(
+        None, gt=0, le=86_400, description="Keep the browser context and the agent's history this many idle "
+        "seconds after the task ends, for follow-up tasks (POST /v1/jobs/{id}/follow-up); at most "
+        "BROWSERD_KEEP_SESSION_MAX. Agent jobs only.")
+    dialogs: Literal["accept", "dismiss"] = Field(
+        "dismiss", description="How JavaScript dialogs (alert, confirm, prompt) are answered; prompts get empty text."
+    )
+
+
+ScreenshotPolicy = Literal["every_step", "on_failure", "off"]
+KeepPolicy = Literal["always", "on_failure", "off"]
+
+
+class ArtifactOptions(BaseModel):
+    """What a job keeps in the artifact store (``BROWSERD_ARTIFACTS_URL``). By default a failed job
+    keeps everything it can show about what it saw, and a succeeded one nothing but its downloads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    screenshots: ScreenshotPolicy = Field(
+        "on_failure", description="A JPEG per step: every_step (stored and linked as each step ends), "
+        "on_failure (taken each step, stored only if the job does not succeed), or off.")
+    page: KeepPolicy = Field(
+        "on_failure", description="The final page's HTML (page.html) and its text as markdown (page.md): "
+        "always, on_failure, off.")
+    logs: KeepPolicy = Field(
+        "on_failure", description="The pages' console log (console.jsonl) and failed requests (network.jsonl): "
+        "always, on_failure, off.")
+
+
+class ModelOverrides(BaseModel):
+    """Per-job model names; None keeps the configured model of that role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planner: str | None = None
+    navigator: str | None = None
+    extractor: str | None = None
+
+
+class JobSpec(BaseModel):
+    """One job: an agent task in words, a script of actions run with no LLM, or a saved recipe replayed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str | None = Field(None, min_length=1, max_length=20_000, description="What the agent should do.")
+    script: list[dict[str, Any]] | None = Field(
+        None, description='Actions to run instead of an agent, e.g. [{"go_to_url": {"url": "…"}}].'
+    )
+    recipe: RecipeName | None = Field(
+        None, description="Replay this saved recipe (POST /v1/jobs/{id}/recipe) with no LLM; when a step no longer "
+        "matches the page, the agent takes over from there and the recipe is updated.")
+    params: dict[str, str] = Field(default_factory=dict, description="The recipe's parameters, by name.")
+    llm_extraction: bool = Field(False, description="Let a recipe's extract_content steps call the extractor model "
+                                 "(a recipe job, or an automatic one: auto_recipe).")
+    heal: bool = Field(True, description="When a recipe step no longer matches the page, let the agent finish the "
+                       "job (and update the recipe); false: the job fails there, with no LLM call.")
+    auto_recipe: RecipeName | None = Field(
+        None, description="Automatic mode: the first successful run of this task saves recipe N; later jobs whose "
+        "task matches its template replay it.")
+    start_url: HttpUrl | None = Field(None, description="Page opened before the first step.")
+    output_schema: dict[str, Any] | None = Field(None, description="JSON schema the job's data must satisfy.")
+    allowed_domains: list[str] = Field(default_factory=list, description="Only these domains (and subdomains).")
+    denied_domains: list[str] = Field(default_factory=list, description="Never these domains (and subdomains).")
+    allowed_networks: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="Private networks this job may reach (CIDRs, e.g. '10.1.0.0/16', '127.0.0.1/32'); "
+        "private networks are closed unless opened here or by the settings.",
+    )
+    options: AgentOptions = Field(default_factory=AgentOptions)
+    politeness: PolitenessOptions = Field(
+        default_factory=PolitenessOptions,
+        description="Per-domain limits for this job: stricter than the settings, or looser where the operator "
+        "allows it (BROWSERD_POLITENESS_ALLOW_LOOSER).")
+    artifacts: ArtifactOptions = Field(default_factory=ArtifactOptions)
+    models: ModelOverrides = Field(default_factory=ModelOverrides)
+    timeout: float | None = Field(None, gt=0, le=86_400, description="Wall-clock limit in seconds.")
+    priority: Priority = Priority.normal
+    labels: dict[str, str] = Field(default_factory=dict, description="Free-form key/value tags for filtering.")
+    idempotency_key: str | None = Field(None, min_length=1, max_length=200)
+    webhook_url: HttpUrl | None = Field(None, description="POSTed the result when the job finishes.")
+    secrets: dict[SecretName, SecretStr] = Field(
+        default_factory=dict, max_length=MAX_SECRETS,
+        description="Values the job may type without the model seeing them: the model writes <secret>name</secret> "
+        "in input_text and the browser gets the value. Stored encrypted (BROWSERD_SECRETS_KEY); shown masked.",
+    )
+    credentials: SecretName | None = Field(
+        None, description="Name of a stored credential set (POST /v1/credentials) whose secrets the job may use.")
+    sealed_secrets: str | None = Field(
+        None, description="Set by browserd: the job's secrets, encrypted. Not accepted in a submission.")
+    profile: ProfileName | None = Field(
+        None, description="Auth profile (POST /v1/profiles) whose cookies and localStorage the job starts with.")
+    save_profile: ProfileName | None = Field(
+        None, description="Auth profile the job's cookies and localStorage are saved to when it succeeds "
+        "(created or replaced; last writer wins, each save bumps the profile's version).")
+    proxy: ProxySettings | None = Field(
+        None, description="The job's own upstream proxy; browserd's egress policy still applies to every destination.")
+    extra_http_headers: dict[str, str] = Field(
+        default_factory=dict, description="Headers sent with every request of the job's pages (shown in the record).")
+    user_agent: UserAgent | None = Field(None, description="The User-Agent header and navigator.userAgent.")
+    locale: str | None = Field(None, description="BCP 47 locale, e.g. 'de-DE': Accept-Language, Intl, navigator.language.")
+    timezone: str | None = Field(None, description="IANA time zone of the pages' clocks, e.g. 'Europe/Berlin'.")
+    viewport: Viewport | None = Field(None, description="Window size in CSS pixels.")
+    geolocation: Geolocation | None = Field(None, description="Position reported to pages (permission granted).")
+    block_resources: list[ResourceKind] = Field(
+        default_factory=list, description="Resource kinds never loaded, to save bandwidth: images, media, fonts.")
+
+    @model_validator(mode="after")
+    def _task_or_script(self) -> JobSpec:
+        if sum(x is not None for x in (self.task, self.script, self.recipe)) != 1:
+            raise ValueError("give exactly one of 'task' (an agent job), 'script' (a list of actions) or 'recipe' "
+                             "(a saved recipe's name)")
+        if self.params and self.recipe is None:
+            raise ValueError("'params' are a recipe's parameters: give them with 'recipe'")
+        if not self.heal and self.recipe is None:
+            raise ValueError("'heal' applies to a recipe job: give it with 'recipe'")
+        if self.llm_extraction and self.recipe is None and self.auto_recipe is None:
+            raise ValueError("'llm_extraction' applies to a recipe job: give it with 'recipe' or 'auto_recipe'")
+        if self.recipe is not None and self.options.strategy != "planner_navigator":
+            raise ValueError("options.strategy: a recipe job heals with the planner_navigator loop (the recipe's "
+                             "remaining steps are its first plan); leave strategy out")
+        if self.auto_recipe is not None and self.task is None:
+            raise ValueError("'auto_recipe' records an agent task: give it with 'task'")
+        if self.script is not None and not self.script:
+            raise ValueError("'script' must hold at least one action")
+        return self
+
+    @field_validator("allowed_domains", "denied_domains")
+    @classmethod
+    def _domains(cls, value: list[str]) -> list[str]:
+        cleaned = []
+        for domain in value:
+            d = domain.strip().lower().lstrip(".")
+            if not d or "/" in d or " " in d:
+                raise ValueError(f"{domain!r} is not a domain name (give e.g. 'example.com', no scheme or path)")
+            cleaned.append(d)
+        return cleaned
+
+    @field_validator("extra_http_headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_headers(value)
+
+    @field_validator("locale")
+    @classmethod
+    def _locale(cls, value: str | None) -> str | None:
+        return check_locale(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str | None) -> str | None:
+        return check_timezone(value)
+
+    @field_validator("block_resources")
+    @classmethod
+    def _block(cls, value: list[str]) -> list[str]:
+        return check_block(value)
+
+    @field_validator("allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        return parse_networks(value)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_values(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name, secret in value.items():
+            if not MIN_SECRET <= len(secret.get_secret_value()) <= MAX_SECRET:
+                raise ValueError(f"secret {name!r}: {MIN_SECRET} to {MAX_SECRET} characters (a shorter value could "
+                                 "not be told apart from ordinary text, so it could not be kept out of prompts)")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > 20:
+            raise ValueError("at most 20 labels")
+        for key, val in value.items():
+            if not key or len(key) > 64 or len(val) > 256:
+                raise ValueError(f"label {key!r}: keys are 1-64 characters, values at most 256")
+        return value
+
+
+class FollowUpRequest(BaseModel):
+    """The body of ``POST /v1/jobs/{id}/follow-up``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(min_length=1, max_length=20_000, description="The next task, run in the same browser "
+                      "context with the same history.")
+
+    @field_validator("task")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value

@@ -1,0 +1,138 @@
+"""The Celery app: Redis broker, three priority queues, settings that lose nothing and run nothing twice.
+
+This is the job kernel's side of Celery: the configuration, and (``publish``) a publisher that
+sends tasks **by name** (``names``), so the API publishes without importing the code that runs
+them. The tasks themselves are registered by the worker modules (``workers.tasks``,
+``workers.webhooks``, ``workers.scheduled``), which the app ``include``s when a worker starts.
+
+Run a worker with ``browserd worker`` (or ``python -m celery -A workers.celery_app worker``).
+Celery's prefork pool works too (a runtime per child), but ``-P prefork`` cannot be told apart from
+Celery's default and so yields to ``worker_pool`` below: ask for it by its other name,
+``-P processes``.
+Results are not kept by Celery: the job store (``workers.jobs.store``) holds each job's state and
+result, so there is no result backend and every task ignores its return value.
+
+Time limits. A job's *soft* limit is its own timeout (``JobSpec.timeout`` or BROWSERD_JOB_TIMEOUT):
+when it passes, the job's coroutine is cancelled, its browser context closes and the job is
+recorded as failed/timeout. The *hard* limit is the soft one plus ``limits.HARD_LIMIT_GRACE``: the
+worker stops waiting for a coroutine that ignored its cancellation. Celery enforces its own
+``time_limit``/``soft_time_limit`` only in the prefork pool; browserd runs the ``threads`` pool
+(one event loop shared by all jobs of a process), so the worker runtime applies the same two
+limits itself, and the values are still sent with each message for tools that display them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from celery import Celery
+from kombu import Exchange, Queue
+
+from config import ConfigError, Settings, get_settings
+from workers.jobs.queue.limits import hard_limit
+from workers.jobs.queue.names import (
+    DELIVER_WEBHOOK,
+    MAINTENANCE_QUEUE,
+    QUEUES,
+    RECONCILE,
+    RUN_SESSION,
+    SESSIONS_QUEUE,
+    SIDE_QUEUES,
+    TASK_MODULES,
+    WEBHOOK_QUEUE,
+)
+
+
+def default_node_name() -> str:
+    """The Celery node name ``browserd worker`` gives a worker unless ``--name`` says otherwise; also the
+    name a worker runtime started outside Celery goes by in its heartbeat and metrics."""
+    return f"browserd-{os.getpid()}@{socket.gethostname()}"
+
+
+def broker_url(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise ConfigError("BROWSERD_REDIS_URL is not set; point it at the Redis that holds the queue and job state")
+    return settings.redis_url
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """Celery settings derived from browserd's; each choice says why.
+
+    Importing the app never fails: ``browserd worker`` and the API call ``broker_url`` and
+    ``check_limits`` first, so a missing or inconsistent setting is reported by name.
+    """
+    soft = settings.job_timeout
+    return {
+        "broker_url": settings.redis_url,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {
+            # A message delivered but not acknowledged within this time goes back to its queue:
+            # that is how a job whose worker died (even by SIGKILL) is redelivered. It must exceed
+            # the hard limit, or a job still running would be delivered a second time.
+            "visibility_timeout": settings.visibility_timeout,
+            # Sweep for such messages often enough that redelivery follows the timeout closely.
+            "unacked_restore_interval": max(1, min(10, int(settings.visibility_timeout / 4))),
+            "unacked_restore_throttle": 1,
+            # Poll the queues in the listed order every time (high, normal, low), not round robin.
+            "queue_order_strategy": "priority",
+        },
+        # No result backend: job results live in the job store, with their own TTL.
+        "result_backend": None,
+        "task_ignore_result": True,
+        # Acknowledge after the task ran, not when it was received: a worker that dies mid-job
+        # leaves the message unacknowledged, so the broker redelivers it.
+        "task_acks_late": True,
+        # ...while a task that raised is acknowledged: a job that ended failed raises JobFailed
+        # after its result was recorded (so Celery's view shows FAILURE), and must not run again.
+        "task_acks_on_failure": True,
+        # ...and if a pool child dies (prefork), reject the message so it is requeued, not acked.
+        "task_reject_on_worker_lost": True,
+        # Reserve one message per free slot only, so a busy worker does not hoard queued jobs
+        # that an idle worker could run (and a crash returns as few messages as possible).
+        "worker_prefetch_multiplier": 1,
+        "worker_pool": "threads",
+        "worker_concurrency": settings.worker_concurrency,
+        # Soft limit below the hard one: the soft one lets the job close its context and record
+        # its state; the hard one is the backstop. (Enforced by workers.runtime; see above.)
+        "task_soft_time_limit": soft,
+        "task_time_limit": hard_limit(soft),
+        # Task events on, so Flower and celery-exporter see tasks the way users expect.
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        # Separate queues per priority; a worker consumes all three, high first.
+        # ...and one for webhook deliveries (workers.webhooks), so retries never wait behind jobs.
+        "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name)
+                        for name in (*QUEUES, *SIDE_QUEUES, SESSIONS_QUEUE)],
+        "task_routes": {RECONCILE: {"queue": MAINTENANCE_QUEUE}, DELIVER_WEBHOOK: {"queue": WEBHOOK_QUEUE},
+                        RUN_SESSION: {"queue": SESSIONS_QUEUE}},
+        # The reconciler (workers.maintenance): a static entry, which RedBeat copies into Redis when
+        # beat starts; its own lock keeps a second pass from running while one still does.
+        "beat_schedule": {
+            "browserd-reconcile": {"task": RECONCILE, "schedule": settings.reconcile_interval,
+                                   "options": {"queue": MAINTENANCE_QUEUE, "expires": settings.reconcile_interval}},
+        },
+        "task_default_queue": "normal",
+        "task_create_missing_queues": False,
+        "worker_hijack_root_logger": False,
+        "worker_redirect_stdouts": False,
+        # Scheduled crawls: RedBeat keeps schedules in this Redis; beat wakes at least every few
+        # seconds so a schedule created through the API fires on time (daemon/schedules.py).
+        "redbeat_redis_url": settings.redis_url,
+        "redbeat_key_prefix": "browserd:redbeat:",
+        "beat_max_loop_interval": 5,
+        "accept_content": ["json"],
+        "task_serializer": "json",
+    }
+
+
+def create_app(settings: Settings | None = None) -> Celery:
+    """The app; its configuration is read from the settings when first needed, not at import, so
+    importing the kernel never fails on a bad environment (the command that needs it reports it)."""
+    app = Celery("browserd", include=TASK_MODULES)
+    app.add_defaults(lambda: celery_config(settings or get_settings()))
+    return app
+
+
+app = create_app()

@@ -1,0 +1,59 @@
+"""What a schedule is: when it fires and what it runs (``ScheduleSpec``), and how it has run (``Schedule``).
+
+Pure pydantic: the client and the API read these without Celery or Redis (``beat`` and ``store``
+hold those).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from workers.jobs.errors import SpecError
+from workers.jobs.specs.batch_body import BatchRequest
+
+
+class ScheduleSpec(BaseModel):
+    """What to run and when: exactly one of ``cron``/``every``, exactly one of ``job``/``batch``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, max_length=200)
+    cron: str | None = Field(None, description="Five fields: minute hour day-of-month month day-of-week (UTC).")
+    every: float | None = Field(None, ge=1, le=366 * 86400, description="Interval in seconds.")
+    job: dict[str, Any] | None = Field(None, description="A job spec run on each firing (as a batch of one).")
+    batch: dict[str, Any] | None = Field(None, description='{"jobs": [...], "defaults": {...}, "webhook_url": ...}')
+    policy: Literal["skip", "queue"] = Field("skip", description="When the previous run is unfinished: skip or queue.")
+    mode: Literal["agent", "auto"] = Field("agent", description="auto: the first successful run of an agent job is "
+                                           "recorded as recipe 'schedule-{id}'; later runs replay it with no LLM.")
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> ScheduleSpec:
+        if (self.cron is None) == (self.every is None):
+            raise ValueError("give exactly one of 'cron' (e.g. '*/15 * * * *') or 'every' (seconds)")
+        if (self.job is None) == (self.batch is None):
+            raise ValueError("give exactly one of 'job' (a job spec) or 'batch' ({\"jobs\": [...], \"defaults\": ...})")
+        return self
+
+    def request(self) -> BatchRequest:
+        if self.job is not None:
+            return BatchRequest(jobs=[self.job])
+        batch = self.batch or {}
+        unknown = set(batch) - {"jobs", "defaults", "webhook_url"}
+        if unknown or not isinstance(batch.get("jobs"), list):
+            raise SpecError.at("batch", "must be {\"jobs\": [...], \"defaults\": {...}, \"webhook_url\": ...}")
+        return BatchRequest(jobs=batch["jobs"], defaults=batch.get("defaults") or {},
+                            webhook_url=batch.get("webhook_url"))
+
+
+class Schedule(ScheduleSpec):
+    id: str
+    created_at: datetime
+    runs: int = Field(0, description="Runs started (batches created).")
+    skipped: int = Field(0, description="Firings skipped because the previous run was unfinished.")
+    last_run_at: datetime | None = None
+    last_batch_id: str | None = None
+    next_run_at: datetime | None = Field(None, description="When beat will fire it next (enabled schedules).")

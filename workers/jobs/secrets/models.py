@@ -1,0 +1,27 @@
+"""A credential set as users send it and as browserd shows it (never a value). Pure pydantic."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field, SecretStr
+
+from workers.jobs.model.browsing import SecretName
+from workers.jobs.model.spec import MAX_SECRETS
+
+
+class CredentialSet(BaseModel):
+    """What a user sends: a name and its secrets."""
+
+    model_config = {"extra": "forbid"}
+
+    name: SecretName
+    secrets: dict[SecretName, SecretStr] = Field(min_length=1, max_length=MAX_SECRETS)
+
+
+class CredentialInfo(BaseModel):
+    """What browserd shows of a set: never a value."""
+
+    name: str
+    secrets: list[str] = Field(description="The names a job's model may write as <secret>name</secret>.")
+    created_at: datetime

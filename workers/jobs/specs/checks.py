@@ -1,0 +1,115 @@
+"""Checking what users submit: one job spec (``check_spec``), or every job of a batch (``validate_jobs``).
+
+``check_spec`` is what pydantic cannot check alone (a script's actions, an output schema, a timeout
+the queue can honour, a webhook receiver, politeness); ``max_steps_of`` is the step budget a job is
+recorded with. Every job of a batch (read by ``batch_body``) is merged with its defaults and
+validated before anything is written: one bad item refuses the whole batch, with its index and
+field named. Every refusal is a ``SpecError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from config import Settings
+from workers.jobs.errors import FieldProblem, SpecError
+from workers.jobs.ids import new_id
+from workers.jobs.model.actions import validate_script
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.politeness.options import limits_for
+from workers.jobs.queue.limits import max_job_timeout
+from workers.jobs.recipes.checks import automatic
+from workers.jobs.secrets.sealing import seal_spec
+from workers.jobs.specs.batch_body import BatchRequest, merged
+from workers.jobs.specs.output import check_schema
+from workers.jobs.webhooks.destinations import networks, url_refusal
+
+
+def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("body", "options", "max_steps")`` -> ``options.max_steps``; the body itself -> ``body``."""
+    parts = [str(p) for p in loc]
+    where = parts.pop(0) if parts and parts[0] in ("body", "query", "path", "header") else "body"
+    if not parts or (where == "body" and len(parts) == 1 and parts[0].isdigit()):
+        return where  # the body as a whole (or a position in unparseable JSON)
+    return ".".join(parts)
+
+
+def problems_of(exc: ValidationError, where: str | None = None) -> SpecError:
+    """pydantic's errors as field problems, each field prefixed with ``where`` when given."""
+    problems = []
+    for err in exc.errors():
+        name = field_name(("body", *err.get("loc", ())))
+        path = name if where is None else (where if name == "body" else f"{where}.{name}")
+        problems.append(FieldProblem(path, str(err.get("msg", "invalid")).removeprefix("Value error, ")))
+    return SpecError(problems)
+
+
+def max_steps_of(spec: JobSpec, settings: Settings) -> int:
+    """The step budget a job is recorded with: a script's length, or the agent's ``max_steps``."""
+    if spec.script is not None:
+        return len(spec.script)
+    return spec.options.max_steps or settings.max_steps
+
+
+def check_spec(spec: JobSpec, settings: Settings) -> JobSpec:
+    """What pydantic cannot check alone: the script's actions, the output schema, a timeout the
+    queue can honour, a webhook receiver that is not plainly private, politeness no looser than the
+    operator allows; and the secrets, sealed."""
+    if spec.output_schema is not None:
+        problems = check_schema(spec.output_schema)
+        if problems:
+            raise SpecError.at("output_schema", "; ".join(problems))
+    if spec.timeout is not None and spec.timeout > max_job_timeout(settings):
+        raise SpecError.at("timeout", f"at most {max_job_timeout(settings):g} seconds here "
+                           "(BROWSERD_VISIBILITY_TIMEOUT bounds how long one job may run)")
+    keep = spec.options.keep_session
+    if keep is not None and spec.script is not None:
+        raise SpecError.at("options.keep_session", "only agent jobs (a task) keep a session for follow-up tasks")
+    if keep is not None and keep > settings.keep_session_max:
+        raise SpecError.at("options.keep_session", f"at most {settings.keep_session_max:g} seconds here "
+                           "(BROWSERD_KEEP_SESSION_MAX)")
+    if spec.script is not None:
+        if len(spec.script) > settings.max_script_actions:
+            raise SpecError.at("script", f"{len(spec.script)} actions; at most {settings.max_script_actions} "
+                               "(BROWSERD_MAX_SCRIPT_ACTIONS)")
+        try:
+            spec.script = validate_script(spec.script)
+        except ValueError as exc:
+            raise SpecError.at("script", str(exc)) from None
+    if spec.webhook_url is not None:
+        check_webhook_url(str(spec.webhook_url), settings)
+    secret = spec.proxy.password_secret if spec.proxy is not None else None
+    if secret is not None and spec.credentials is None and secret not in spec.secrets:
+        raise SpecError.at("proxy.password_secret", f"{secret!r} is not one of the job's 'secrets', and the job "
+                           "names no 'credentials' set that could hold it")
+    limits_for(spec.politeness, settings)  # a looser limit than the operator allows is refused here
+    return seal_spec(spec, settings)
+
+
+def check_webhook_url(url: str, settings: Settings, where: str = "webhook_url") -> None:
+    """Refuse a receiver that is plainly not public (an IP literal, localhost); names are judged when
+    delivering, on the addresses they resolve to then."""
+    reason = url_refusal(url, networks(settings.webhook_allowed_networks))
+    if reason:
+        raise SpecError.at(where, reason)
+
+
+def validate_jobs(request: BatchRequest, settings: Settings) -> list[JobSpec]:
+    """Every job as a checked ``JobSpec``; the first bad one refuses the batch (422, ``jobs[i].field``)."""
+    if request.webhook_url is not None:
+        check_webhook_url(request.webhook_url, settings)
+    specs = []
+    for index, item in enumerate(request.jobs):
+        where = f"jobs[{index}]"
+        if not isinstance(item, dict):
+            raise SpecError.at(where, "must be an object (a job spec)")
+        try:
+            spec = JobSpec.model_validate(merged(request.defaults, item) if request.defaults else item)
+            specs.append(check_spec(spec, settings))
+        except ValidationError as exc:
+            raise problems_of(exc, where) from None
+        except SpecError as exc:
+            raise exc.within(where) from None
+    return automatic(specs, f"batch-{new_id()}") if request.mode == "auto" else specs

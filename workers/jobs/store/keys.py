@@ -1,0 +1,218 @@
+"""Every Redis key browserd's job store uses, in one place.
+
+The layout (``P`` is the prefix, ``browserd:`` by default; nothing else lives under it):
+
+==============================  =========  ============================================================
+key                             type       holds
+==============================  =========  ============================================================
+``P job:{id}``                  hash       the job record (fields: see ``codec``, the only code
+                                           besides the Lua scripts that reads or writes them);
+                                           expires ``result_ttl`` after the job finishes
+``P job:{id}:events``           stream     one entry per step and per state change: fields ``type``
+                                           (``state`` | ``step`` | ``agent`` | ``cancel_requested`` |
+                                           ``pause_requested`` | ``resume_requested`` | ``session``) and ``data``
+                                           (JSON); expires with the record
+``P job:{id}:follow-ups``       list       follow-up tasks accepted (``job_follow_up.lua``), JSON {run, task};
+                                           the worker holding the job's session pops them (BLPOP)
+``P job:{id}:watched``          string     set, with a short TTL renewed by the console, while someone
+                                           watches the job's live view
+``P job:{id}:screen``           channel    pub/sub: the job's screencast frames (JPEG, base64) while
+                                           watched; nothing is kept
+``P idem:{key}``                string     idempotency key -> job id (SET NX semantics, in the create
+                                           script); expires ``result_ttl`` after creation/finish
+``P jobs:seq``                  string     counter; a job's ``seq`` orders listings and is its score
+``P jobs:all``                  zset       every job id, score ``seq``
+``P jobs:state:{state}``        zset       job ids in that state, score ``seq``
+``P jobs:label:{k}:{v}``        zset       job ids carrying label k=v (k percent-encoded), score ``seq``
+``P jobs:schedule:{id}``        zset       job ids of that schedule's runs (their hash has ``schedule``), score ``seq``
+``P workers``                   zset       worker id -> time of its last heartbeat (epoch seconds)
+``P worker:{id}``               hash       that worker's host, pid, concurrency, jobs running, sessions kept; short TTL
+``P batch:{id}``                hash       a batch (``batches.store``): total, created_at, schedule,
+                                           webhook_url, finished_at, and one counter per state: when a
+                                           job record has a ``batch`` field, every state transition
+                                           does ``HINCRBY`` -1 on the old state's field and +1 on the
+                                           new one, atomically; expires ``result_ttl`` after completion
+``P batch:{id}:jobs``           list       the batch's job ids in submission order; expires with it
+``P batches``                   zset       batch ids, score creation time
+``P schedule:{id}``             hash       a schedule (``schedules.store``): spec JSON, runs, skipped,
+                                           last_batch, last_run_at
+``P schedules``                 zset       schedule ids, score creation time
+``P schedule:{id}:runs``        zset       the schedule's batch ids (its runs), score creation time
+``P credentials``               hash       credential set name -> JSON {secret names, created_at, the
+                                           values as one Fernet token} (``secrets.credentials``)
+``P profiles``                  hash       auth profile name -> JSON {version, updated_at, cookies,
+                                           origins, the storage state as one Fernet token} (``profiles.store``)
+``P recipe:{name}``             hash       a recipe (``recipes.store``): ``v:{n}`` each version's JSON (all
+                                           kept), ``version`` the current one, ``next``, run counters
+                                           (runs, replayed, healed, failed, failing), broken, last_error
+``P recipes``                   zset       recipe names, score creation time
+``P redbeat:*``                 various    RedBeat's schedule entries, due-time zset and beat lock
+``P jobs:expiring``             zset       what to drop from the indexes when a record expires: member
+                                           ``job {id} {state} [schedule={id} ]{labels JSON}`` or ``batch {id}``, score
+                                           the expiry time; written by the final transition, trimmed
+                                           by the reconciler (``reconcile``)
+``P outbox``                    hash       delivery id (``job.finished:{id}``, ``batch.finished:{id}``)
+                                           -> JSON {url, event, kind, ref}: a webhook owed, recorded by
+                                           the final transition's Lua call, removed once published
+``P outbox:due``                zset       the outbox's delivery ids, score the time they were owed
+``P webhook:{delivery id}``     string     ``sent``: that delivery reached its receiver; expires
+                                           ``result_ttl`` after (``webhooks.guard``)
+``P webhook:{delivery id}:try`` string     a copy of that delivery is posting now; expires in seconds
+``P reconciler:lock``           string     held by the one reconciler pass running (expires)
+``P session:{id}``              hash       an interactive session (``sessions.store``): state, worker, options,
+                                           url; expires a few seconds after its worker's last heartbeat
+``P session:{id}:commands``     list       commands (JSON) waiting for the session's worker, which
+                                           blocks on it (BLPOP)
+``P session:{id}:reply:{req}``  list       the worker's one reply to request ``req``; expires soon
+``P sessions``                  zset       open session ids, score the time their record expires (a
+                                           dead worker's sessions drop out by score)
+``P polite:{domain}:slots``     zset       politeness: job id -> expiry (Redis time) of its slot on that
+                                           registrable domain; renewed by its worker's heartbeat, so a
+                                           dead worker's slot lapses; the key expires with its leases
+``P polite:{domain}:last``      string     politeness: Redis time of the latest navigation reserved on
+                                           that domain (``politeness_navigation_reserve.lua``); expires
+``P robots:{origin}``           string     JSON {status, body} of that origin's robots.txt; expires
+                                           ``BROWSERD_ROBOTS_TTL`` after the fetch
+==============================  =========  ============================================================
+
+Index sets are not expired with the records they point to: the reconciler trims them from
+``jobs:expiring`` once the records are gone, and readers drop ids whose record is gone.
+Job, batch and schedule ids are ``uuid4().hex`` (``ids.new_id``); a string that does not look like
+one (``ids.is_id``) names no record, and so can never be spliced into another key.
+The Lua scripts (``lua/*.lua``) build these names from the prefix themselves, so a new key
+family belongs both here and there.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+DEFAULT_PREFIX = "browserd:"
+
+
+class Keys:
+    """Key names under one prefix (tests and side-by-side deployments use their own)."""
+
+    def __init__(self, prefix: str = DEFAULT_PREFIX) -> None:
+        self.prefix = prefix
+
+    def job(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}"
+
+    def events(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:events"
+
+    def follow_ups(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:follow-ups"
+
+    def watched(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:watched"
+
+    def screen(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:screen"
+
+    def idempotency(self, key: str) -> str:
+        return f"{self.prefix}idem:{key}"
+
+    @property
+    def seq(self) -> str:
+        return f"{self.prefix}jobs:seq"
+
+    @property
+    def all_jobs(self) -> str:
+        return f"{self.prefix}jobs:all"
+
+    def state_index(self, state: str) -> str:
+        return f"{self.prefix}jobs:state:{state}"
+
+    def label_index(self, key: str, value: str) -> str:
+        return f"{self.prefix}jobs:label:{quote(key, safe='')}:{value}"
+
+    def schedule_jobs(self, schedule_id: str) -> str:
+        return f"{self.prefix}jobs:schedule:{schedule_id}"
+
+    @property
+    def workers(self) -> str:
+        return f"{self.prefix}workers"
+
+    def worker(self, worker_id: str) -> str:
+        return f"{self.prefix}worker:{worker_id}"
+
+    def batch(self, batch_id: str) -> str:
+        return f"{self.prefix}batch:{batch_id}"
+
+    def batch_jobs(self, batch_id: str) -> str:
+        return f"{self.prefix}batch:{batch_id}:jobs"
+
+    @property
+    def batches(self) -> str:
+        return f"{self.prefix}batches"
+
+    def schedule(self, schedule_id: str) -> str:
+        return f"{self.prefix}schedule:{schedule_id}"
+
+    @property
+    def schedules(self) -> str:
+        return f"{self.prefix}schedules"
+
+    def schedule_runs(self, schedule_id: str) -> str:
+        return f"{self.prefix}schedule:{schedule_id}:runs"
+
+    @property
+    def credentials(self) -> str:
+        return f"{self.prefix}credentials"
+
+    def recipe(self, name: str) -> str:
+        return f"{self.prefix}recipe:{name}"
+
+    @property
+    def recipes(self) -> str:
+        return f"{self.prefix}recipes"
+
+    @property
+    def profiles(self) -> str:
+        return f"{self.prefix}profiles"
+
+    @property
+    def expiring(self) -> str:
+        return f"{self.prefix}jobs:expiring"
+
+    @property
+    def outbox(self) -> str:
+        return f"{self.prefix}outbox"
+
+    @property
+    def outbox_due(self) -> str:
+        return f"{self.prefix}outbox:due"
+
+    def webhook_sent(self, delivery_id: str) -> str:
+        return f"{self.prefix}webhook:{delivery_id}"
+
+    def webhook_trying(self, delivery_id: str) -> str:
+        return f"{self.prefix}webhook:{delivery_id}:try"
+
+    @property
+    def reconciler_lock(self) -> str:
+        return f"{self.prefix}reconciler:lock"
+
+    def session(self, session_id: str) -> str:
+        return f"{self.prefix}session:{session_id}"
+
+    def session_commands(self, session_id: str) -> str:
+        return f"{self.prefix}session:{session_id}:commands"
+
+    def session_reply(self, session_id: str, request_id: str) -> str:
+        return f"{self.prefix}session:{session_id}:reply:{request_id}"
+
+    @property
+    def sessions(self) -> str:
+        return f"{self.prefix}sessions"
+
+    def domain_slots(self, domain: str) -> str:
+        return f"{self.prefix}polite:{quote(domain, safe='')}:slots"
+
+    def domain_last_navigation(self, domain: str) -> str:
+        return f"{self.prefix}polite:{quote(domain, safe='')}:last"
+
+    def robots(self, origin: str) -> str:
+        return f"{self.prefix}robots:{quote(origin, safe='')}"
