@@ -6,6 +6,7 @@ from config.settings import (
     ROLES,
     ConfigError,
     ReasoningEffort,
+    Role,
     Settings,
     env_name,
     get_settings,
@@ -13,4 +14,4 @@ from config.settings import (
     settings_table,
 )
 
-__all__ = ["bind", "note", "setup_logging", "MODEL_PARAMS", "ROLES", "ReasoningEffort", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]
+__all__ = ["bind", "note", "setup_logging", "MODEL_PARAMS", "ROLES", "ReasoningEffort", "Role", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]

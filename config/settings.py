@@ -29,7 +29,8 @@ ENV_PREFIX = "BROWSERD_"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 ReasoningEffort = Literal["low", "medium", "high"]
-ROLES = ("planner", "navigator", "extractor")
+Role = Literal["planner", "navigator", "extractor"]
+ROLES: tuple[Role, ...] = ("planner", "navigator", "extractor")
 MODEL_PARAMS = ("temperature", "top_p", "reasoning_effort")
 """What may be set per role (settings ``BROWSERD_<ROLE>_<PARAM>`` and a job's ``options.model_params``)."""
 PROVIDER_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
@@ -404,11 +405,11 @@ class Settings(BaseSettings):
             raise ValueError("must contain the placeholder {query}")
         return value
 
-    def model_for(self, role: Literal["planner", "navigator", "extractor"]) -> str:
+    def model_for(self, role: Role) -> str:
         """The model a role uses: its own override, else the shared one."""
         return getattr(self, f"{role}_model") or self.llm_model
 
-    def model_params(self, role: Literal["planner", "navigator", "extractor"]) -> dict[str, Any]:
+    def model_params(self, role: Role) -> dict[str, Any]:
         """The sampling parameters set for a role (unset ones are left to the provider)."""
         values = {name: getattr(self, f"{role}_{name}") for name in MODEL_PARAMS}
         return {name: value for name, value in values.items() if value is not None}

@@ -129,9 +129,10 @@ class WorkerRuntime:
 
     def serve_session(self, session_id: str, hard: float) -> str:
         """Serve one interactive session to its end (or ``hard`` seconds); returns why it ended."""
-        assert self.sessions is not None and self.pool is not None, "WorkerRuntime.start() was not called"
-        host = SessionHost(self.sessions, self.pool, self.settings, self.worker_id, session_id,
-                           stopping=lambda: self.stopping)
+        assert self.sessions is not None and self.pool is not None and self.pipeline is not None, \
+            "WorkerRuntime.start() was not called"
+        host = SessionHost(self.sessions, self.pool, self.settings, self.pipeline.services.agent, self.worker_id,
+                           session_id, stopping=lambda: self.stopping)
         future = asyncio.run_coroutine_threadsafe(host.serve(), self.loop)
         try:
             return future.result(timeout=hard)

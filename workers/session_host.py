@@ -18,6 +18,7 @@ from collections.abc import Callable
 import cdp
 from config import Settings, bind
 from workers.agent import SessionBrowser
+from workers.agent.config import AgentConfig
 from workers.jobs.metrics import observe_session_command, observe_session_ended
 from workers.jobs.sessions.models import ReplyCode, SessionCommand, SessionRecord, SessionReply, SessionStatus
 from workers.jobs.sessions.store import OPEN_REQUEST, SessionStore
@@ -29,9 +30,9 @@ LEASE_TIMEOUT = 60.0
 
 
 class SessionHost:
-    def __init__(self, store: SessionStore, pool: cdp.BrowserPool, settings: Settings, worker_id: str,
-                 session_id: str, stopping: Callable[[], bool] = lambda: False) -> None:
-        self.store, self.pool, self.settings, self.stopping = store, pool, settings, stopping
+    def __init__(self, store: SessionStore, pool: cdp.BrowserPool, settings: Settings, agent: AgentConfig,
+                 worker_id: str, session_id: str, stopping: Callable[[], bool] = lambda: False) -> None:
+        self.store, self.pool, self.settings, self.agent, self.stopping = store, pool, settings, agent, stopping
         self.worker_id, self.session_id = worker_id, session_id
         self.opened = False  # the opening was answered (with the session or with why it failed)
         self.running: SessionCommand | None = None  # the command being run, until it is answered
@@ -63,7 +64,7 @@ class SessionHost:
 
     async def _in_lease(self, record: SessionRecord) -> str:
         async with self.pool.lease(LEASE_TIMEOUT) as lease:
-            session = await SessionBrowser.open(lease, self.settings, session_id=self.session_id,
+            session = await SessionBrowser.open(lease, self.agent, session_id=self.session_id,
                                                 allowed_networks=record.allowed_networks, viewport=record.viewport)
             opened = SessionReply(result="the session is open", url="about:blank")
             if record.start_url:

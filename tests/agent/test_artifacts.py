@@ -15,6 +15,7 @@ from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
 from tests.support.jobs import run_job
 from workers.agent.artifacts import MAX_HTML
+from workers.agent.config import AgentConfig
 from workers.agent.job import JobInputs, JobSession
 from workers.agent.journal import MAX_ENTRIES, MAX_TEXT
 from workers.jobs.artifacts.store import ArtifactStore
@@ -150,7 +151,7 @@ async def test_each_run_of_a_kept_session_keeps_and_lists_its_own_files(pool, si
     spec = JobSpec(task="read the order", start_url=site.url("agent/artifacts.html"), artifacts=keep,
                    options={"keep_session": 30})
     async with pool.lease() as lease:
-        session = JobSession(JobInputs(spec=spec, settings=settings, lease=lease, artifacts=folder))
+        session = JobSession(JobInputs(spec=spec, config=AgentConfig.from_settings(settings), lease=lease, artifacts=folder))
         try:
             llm.add(PLANNER, plan(), plan(done=True, final_answer="first"))
             llm.add(NAVIGATOR, act({"wait": {"seconds": 0}}), act({"done": {"text": "first", "success": True}}))

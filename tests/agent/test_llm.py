@@ -8,6 +8,7 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from prometheus_client import REGISTRY
 
+from tests.support.jobs import llms_of
 from tests.support.llm_server import Reply
 from workers.agent import (
     Cancelled,
@@ -16,7 +17,6 @@ from workers.agent import (
     LLMError,
     LLMForbiddenError,
     LLMOutputError,
-    Llms,
     RetryPolicy,
 )
 from workers.agent.cancel import CancelToken
@@ -30,7 +30,7 @@ FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.05)
 
 
 async def ask(settings, **kw):
-    return await call_structured(Llms.from_settings(settings).navigator, MESSAGES, TOOL, role="navigator",
+    return await call_structured(llms_of(settings).navigator, MESSAGES, TOOL, role="navigator",
                                  retry=kw.pop("retry", FAST), **kw)
 
 
@@ -113,14 +113,14 @@ def test_missing_key_is_an_auth_error():
     from config import load_settings
 
     with pytest.raises(LLMAuthError, match="no API key"):
-        Llms.from_settings(load_settings(openai_api_key=None, _env_file=None))
+        llms_of(load_settings(openai_api_key=None, _env_file=None))
 
 
 def test_per_role_models(llm):
     from config import load_settings
 
     s = load_settings(llm_base_url=llm.base_url, openai_api_key="k", planner_model="big", extractor_model="small")
-    llms = Llms.from_settings(s)
+    llms = llms_of(s)
     assert (llms.navigator.model_name, llms.planner.model_name, llms.extractor.model_name) == (
         "gpt-4o-mini", "big", "small")
 

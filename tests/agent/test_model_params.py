@@ -8,8 +8,9 @@ from pydantic import ValidationError
 
 from config import ConfigError, load_settings
 from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, plan, run
+from tests.support.jobs import llms_of
 from tests.support.llm_server import Reply
-from workers.agent import LLMProviderError, Llms, provider_class
+from workers.agent import LLMProviderError, provider_class
 from workers.jobs.model.spec import AgentOptions, ModelParams
 from workers.jobs.model.status import JobStatus
 from workers.runtime import check_provider
@@ -73,7 +74,7 @@ async def test_an_explicit_provider_path_loads_the_class(llm):
 
     settings = load_settings(llm_base_url=llm.base_url, openai_api_key="k", llm_provider="langchain_openai:ChatOpenAI",
                              navigator_top_p=0.25)
-    llms = Llms.from_settings(settings)
+    llms = llms_of(settings)
     assert type(llms.navigator) is ChatOpenAI and llms.navigator.top_p == 0.25
     assert llms.planner is not llms.navigator  # other parameters: a model of its own
     assert provider_class("langchain_openai:ChatOpenAI") is ChatOpenAI
@@ -90,7 +91,7 @@ def test_a_bad_provider_path_fails_at_start_naming_it(path, says):
     with pytest.raises(ConfigError, match=f"BROWSERD_LLM_PROVIDER='{path}'.*{says}"):
         check_provider(settings)  # what a worker runs before it takes jobs
     with pytest.raises(LLMProviderError, match=says):
-        Llms.from_settings(settings)
+        llms_of(settings)
 
 
 def test_a_parameter_the_provider_does_not_take_is_an_error_not_ignored(llm):
@@ -98,4 +99,4 @@ def test_a_parameter_the_provider_does_not_take_is_an_error_not_ignored(llm):
     settings = load_settings(llm_provider="langchain_core.language_models.fake_chat_models:FakeListChatModel",
                              planner_reasoning_effort="high", llm_base_url=llm.base_url)
     with pytest.raises(LLMProviderError, match="FakeListChatModel takes no base_url, reasoning_effort"):
-        Llms.from_settings(settings)
+        llms_of(settings)

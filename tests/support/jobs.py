@@ -14,6 +14,8 @@ import redis.asyncio as aioredis
 
 import cdp
 from config import Settings, get_settings
+from workers.agent import Llms
+from workers.agent.config import AgentConfig
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.spec import JobSpec
 from workers.pipeline import FEATURES, Feature, GivenLease, LocalRecords, run_local
@@ -24,3 +26,9 @@ async def run_job(spec: JobSpec, lease: cdp.Lease, *, settings: Settings | None 
                   features: Sequence[type[Feature]] = FEATURES, job_id: str | None = None) -> JobResult:
     return await run_local(spec, settings=settings or get_settings(), browsers=GivenLease(lease), records=records,
                            redis=redis, features=features, job_id=job_id)
+
+
+def llms_of(settings: Settings) -> Llms:
+    """The models a job would get from ``settings`` (no job overrides): through the agent's config, as
+    the pipeline builds them."""
+    return Llms.from_config(AgentConfig.from_settings(settings).llm)

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 import cdp
 import dom
-from config import Settings
+from workers.agent.config import ScreenshotLimits
 from workers.agent.journal import Journal
 from workers.agent.secrets import Secrets
 from workers.jobs.artifacts.names import link_path, name_from, run_name
@@ -56,11 +56,11 @@ _HTML = f"(() => {{ const h = document.documentElement ? document.documentElemen
 class ArtifactRecorder:
     """Takes and stores one job's artifacts; with no ``folder`` (no store) it keeps nothing."""
 
-    def __init__(self, folder: JobArtifacts | None, options: ArtifactOptions, settings: Settings,
+    def __init__(self, folder: JobArtifacts | None, options: ArtifactOptions, screenshots: ScreenshotLimits,
                  secrets: Secrets) -> None:
         self.folder = folder
         self.options = options
-        self.settings = settings
+        self.screenshots = screenshots
         self.secrets = secrets
         self.journal: Journal | None = None
         self.run = 1
@@ -120,11 +120,11 @@ class ArtifactRecorder:
             self._held.popitem(last=False)
 
     async def _screenshot(self, current: Callable[[], cdp.Page]) -> bytes | None:
-        limit = self.settings.artifact_screenshot_max_kb * 1024
+        limit = self.screenshots.max_bytes
         try:
             async with asyncio.timeout(SHOT_SECONDS):
                 page = current()
-                shot = await page.screenshot(jpeg_quality=self.settings.artifact_screenshot_quality)
+                shot = await page.screenshot(jpeg_quality=self.screenshots.quality)
                 if len(shot) > limit:
                     shot = await page.screenshot(jpeg_quality=SCALED_QUALITY, scale=SCALED)
         except (cdp.CDPException, TimeoutError, KeyError) as exc:

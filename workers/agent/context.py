@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from config import Settings
 from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
+from workers.agent.config import AgentConfig
 from workers.agent.events import Events
 from workers.agent.findings import Findings
 from workers.agent.llm import Llms
@@ -44,7 +44,7 @@ class Usage:
 @dataclass
 class JobContext:
     spec: JobSpec
-    settings: Settings
+    config: AgentConfig
     browser: AgentBrowser
     cancel: CancelToken
     llms: Llms | None = None

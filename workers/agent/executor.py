@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from config import Settings, bind, note
+from config import bind, note
 from workers.agent.actions import run_action
+from workers.agent.config import AgentConfig
 from workers.agent.context import JobContext, Usage
 from workers.agent.errors import (
     AgentError,
@@ -62,22 +63,23 @@ class Options:
         return self.use_vision or self.use_vision_for_planner
 
     @classmethod
-    def for_job(cls, spec: JobSpec, settings: Settings) -> Options:
-        o = spec.options
+    def for_job(cls, spec: JobSpec, config: AgentConfig) -> Options:
+        """The job's own options, each unset one the configured default's."""
+        o, defaults = spec.options, config.defaults
 
         def pick(name: str) -> int:
             value = getattr(o, name)
-            return getattr(settings, name) if value is None else value
+            return getattr(defaults, name) if value is None else value
 
         return cls(pick("max_steps"), pick("planning_interval"), pick("max_failures"), pick("max_actions_per_step"),
-                   pick("max_input_tokens"), step_timeout=max(60.0, 2 * settings.llm_timeout + 60),
+                   pick("max_input_tokens"), step_timeout=max(60.0, 2 * config.llm.timeout + 60),
                    memory_interval=o.memory_interval, use_vision=o.use_vision,
                    use_vision_for_planner=o.use_vision_for_planner)
 
 
 def agent_history(ctx: JobContext) -> MessageManager:
     """A new history for the planner/navigator loop, starting with the job's task."""
-    options = Options.for_job(ctx.spec, ctx.settings)
+    options = Options.for_job(ctx.spec, ctx.config)
     system = navigator_system(SECURITY_RULES, options.max_actions_per_step)
     return MessageManager(system, ctx.task + ctx.secrets.task_note(), max_input_tokens=options.max_input_tokens)
 
@@ -87,7 +89,7 @@ async def run_agent(ctx: JobContext, log: StepLog, messages: MessageManager | No
     """Run the loop on ``messages`` (a kept session's history), or on a new history. A recipe replay
     that hands over part-way gives the ``hint`` (a plan: what the recipe did next), read as the
     planner's first plan, and numbers steps on from its own."""
-    options = Options.for_job(ctx.spec, ctx.settings)
+    options = Options.for_job(ctx.spec, ctx.config)
     messages = messages or agent_history(ctx)
     if hint is not None:
         messages.add_plan(hint)

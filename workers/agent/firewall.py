@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 
 import cdp
 from cdp.egress import NetworkPolicy
-from config import Settings
 from config.networks import IPAddress
+from workers.agent.config import EgressRule
 from workers.agent.errors import EgressUnavailable, URLBlocked
 from workers.agent.pacing import NavigationGate, OpenGate
 
@@ -229,17 +229,17 @@ class Firewall:
         self.policy.check(url)
 
 
-def admit_egress(lease: cdp.Lease, settings: Settings, *, allowed_domains: Sequence[str] = (),
+def admit_egress(lease: cdp.Lease, rule: EgressRule, *, allowed_domains: Sequence[str] = (),
                  denied_domains: Sequence[str] = (), allowed_networks: Sequence[str] = (),
                  upstream: cdp.UpstreamProxy | None = None) -> UrlPolicy:
-    """Put the lease's gate under one job's (or session's) rule: the settings' domain lists with its
-    own, and private networks closed unless the settings or ``allowed_networks`` open them. A lease
-    without a gate cannot enforce that rule on workers and sockets, so it is refused. ``upstream``
-    is the job's own proxy, which the gate dials through (the rule still judges each destination)."""
+    """Put the lease's gate under one job's (or session's) rule: the settings' domain lists (``rule``)
+    with its own, and private networks closed unless the settings or ``allowed_networks`` open them.
+    A lease without a gate cannot enforce that rule on workers and sockets, so it is refused.
+    ``upstream`` is the job's own proxy, which the gate dials through (the rule still judges each destination)."""
     policy = UrlPolicy.build(job_allowed=allowed_domains, job_denied=denied_domains,
-                             global_allowed=settings.allowed_domains, global_denied=settings.denied_domains)
+                             global_allowed=rule.allowed_domains, global_denied=rule.denied_domains)
     if lease.egress is None:
         raise EgressUnavailable()
-    networks = NetworkPolicy.build(settings.allow_private_networks, [*settings.allowed_networks, *allowed_networks])
+    networks = NetworkPolicy.build(rule.allow_private_networks, [*rule.allowed_networks, *allowed_networks])
     lease.egress.admit(JobEgress(policy, networks), upstream)
     return policy

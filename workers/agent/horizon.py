@@ -30,14 +30,14 @@ from workers.jobs.model.result import StepRecord
 
 def horizon_history(ctx: JobContext) -> MessageManager:
     """A new history for the rolling-horizon loop, starting with the job's task."""
-    options = Options.for_job(ctx.spec, ctx.settings)
+    options = Options.for_job(ctx.spec, ctx.config)
     return MessageManager(horizon_system(SECURITY_RULES, ctx.spec.options.horizon), ctx.task,
                           max_input_tokens=options.max_input_tokens)
 
 
 async def run_rolling_horizon(ctx: JobContext, log: StepLog, messages: MessageManager | None = None) -> None:
     """Run the loop on ``messages`` (a kept session's history), or on a new history."""
-    options, horizon = Options.for_job(ctx.spec, ctx.settings), ctx.spec.options.horizon
+    options, horizon = Options.for_job(ctx.spec, ctx.config), ctx.spec.options.horizon
     await HorizonLoop(ctx, log, options, messages or horizon_history(ctx), horizon=horizon).run()
 
 

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import cdp
-from config import Settings
 from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
+from workers.agent.config import AgentConfig
 from workers.agent.context import JobContext
 from workers.agent.emulation import PageSettings
 from workers.agent.errors import ActionError, InvalidOutput, JobTimeout, ProxyFailed
@@ -66,8 +66,9 @@ log = logging.getLogger("browserd.agent")
 class JobInputs:
     """What the pipeline hands the agent for one job.
 
-    ``spec`` is the job as it runs (a recipe job's is the recipe's task, ``replay_spec``); ``lease``
-    the browser context the pipeline leased for it.
+    ``spec`` is the job as it runs (a recipe job's is the recipe's task, ``replay_spec``); ``config``
+    what the agent reads of the settings (made once per process); ``lease`` the browser context the
+    pipeline leased for it.
     ``is_cancelled`` and ``is_paused`` read the owner's flags (the agent checks them between steps
     and races them against anything slow). The rest is what the pipeline's features prepared: the
     values the job may type (``secrets``: its own and its credential set's, opened), the gate its
@@ -76,7 +77,7 @@ class JobInputs:
     """
 
     spec: JobSpec
-    settings: Settings
+    config: AgentConfig
     lease: cdp.Lease | None = None  # the pipeline's, once it holds one
     is_cancelled: Callable[[], bool] | None = None
     is_paused: Callable[[], bool] | None = None
@@ -96,13 +97,13 @@ class JobSession:
         if inputs.lease is None:
             raise ValueError("a job session needs the lease its job runs in")
         self.inputs = inputs
-        self.spec, self.lease, self.settings = inputs.spec, inputs.lease, inputs.settings
+        self.spec, self.lease, self.config = inputs.spec, inputs.lease, inputs.config
         self.replay = inputs.replay
         self.cancel = CancelToken(inputs.is_cancelled)
-        self.pause = PauseGate(inputs.is_paused, max_seconds=self.settings.pause_max_seconds)
+        self.pause = PauseGate(inputs.is_paused, max_seconds=self.config.pause_max_seconds)
         self.hidden = Secrets(inputs.secrets)
         self.folder = Path(tempfile.mkdtemp(prefix="browserd-downloads-"))
-        self.recorder = ArtifactRecorder(inputs.artifacts, self.spec.artifacts, self.settings, self.hidden)
+        self.recorder = ArtifactRecorder(inputs.artifacts, self.spec.artifacts, self.config.screenshots, self.hidden)
         self.profiles: JobProfiles | None = None
         self.ctx: JobContext | None = None
         self.history: MessageManager | None = None
@@ -124,7 +125,7 @@ class JobSession:
         self.recorder.begin_run(self.runs)
         started_at, started = datetime.now(UTC), time.monotonic()
         steps = StepLog(_screenshots_then(self.recorder, on_step), self.hidden)
-        events = _events(self.spec, self.settings, on_event)
+        events = _events(self.spec, self.config, on_event)
         if self.ctx is not None and task is not None:
             self.ctx.next_run(task, events)
         await events.emit(Actor.system, ExecutionState.TASK_START, task or _start_details(self.spec, self.replay))
@@ -186,7 +187,7 @@ class JobSession:
         proxy = self.spec.proxy
         if proxy is None:
             return None
-        password = proxy_password(proxy, self.settings)
+        password = proxy_password(proxy, self.config)
         if proxy.password_secret is not None:
             password = self.hidden.values.get(proxy.password_secret)
             if password is None:
@@ -214,23 +215,24 @@ class JobSession:
 
 async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobContext:
     """The job's browser under its egress rule and firewall, opened on its start URL."""
-    spec, lease, settings = session.spec, session.lease, session.settings
-    policy = admit_egress(lease, settings, allowed_domains=spec.allowed_domains, denied_domains=spec.denied_domains,
-                          allowed_networks=spec.allowed_networks, upstream=upstream)
+    spec, lease, config = session.spec, session.lease, session.config
+    policy = admit_egress(lease, config.egress, allowed_domains=spec.allowed_domains,
+                          denied_domains=spec.denied_domains, allowed_networks=spec.allowed_networks,
+                          upstream=upstream)
     expansion = spec.options.viewport_expansion
-    limits = cdp.DownloadLimits(folder=session.folder if settings.download_max_files else None,
-                                max_bytes=settings.download_max_mb * 1024 * 1024,
-                                max_files=settings.download_max_files)
+    downloads = config.downloads
+    limits = cdp.DownloadLimits(folder=session.folder if downloads.max_files else None,
+                                max_bytes=downloads.max_bytes, max_files=downloads.max_files)
     skip = frozenset(RESOURCE_TYPES[kind] for kind in spec.block_resources)
     gate = session.inputs.navigation_gate or OpenGate()
     browser = AgentBrowser(lease, Firewall(policy, gate, skip), session.cancel,
-                           viewport_expansion=settings.viewport_expansion if expansion is None else expansion,
+                           viewport_expansion=config.defaults.viewport_expansion if expansion is None else expansion,
                            telemetry=session.inputs.telemetry, accept_dialogs=spec.options.dialogs == "accept",
                            downloads=limits, page_settings=PageSettings.from_spec(spec))
     session.recorder.follow(lambda: browser.page, lambda: lease.known_pages)
     await browser.start()
-    llms = None if spec.script is not None else Llms.from_settings(settings, spec.models, spec.options.model_params)
-    ctx = JobContext(spec=spec, settings=settings, browser=browser, cancel=session.cancel, llms=llms)
+    llms = None if spec.script is not None else Llms.from_config(config.llm, spec.models, spec.options.model_params)
+    ctx = JobContext(spec=spec, config=config, browser=browser, cancel=session.cancel, llms=llms)
     if spec.start_url is not None:
         try:
             await browser.goto(str(spec.start_url))
@@ -265,10 +267,10 @@ def _start_details(spec: JobSpec, replay: ReplayPlan | None) -> str:
     return spec.task or f"script of {len(spec.script or [])} actions"
 
 
-def _events(spec: JobSpec, settings: Settings, listener: OnEvent | None) -> Events:
+def _events(spec: JobSpec, config: AgentConfig, listener: OnEvent | None) -> Events:
     if spec.script is not None:
         return Events(listener, len(spec.script), acting=Actor.system)
-    return Events(listener, Options.for_job(spec, settings).max_steps)
+    return Events(listener, Options.for_job(spec, config).max_steps)
 
 
 async def _ended(events: Events, result: JobResult) -> None:

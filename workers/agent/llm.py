@@ -15,15 +15,16 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from config import ROLES, Settings
+from config import ROLES, Role
 from workers.agent.cancel import CancelToken
+from workers.agent.config import LlmConfig
 from workers.agent.errors import (
     AgentError,
     LLMAuthError,
@@ -37,8 +38,6 @@ from workers.agent.telemetry import SILENT, LlmCall, Telemetry
 from workers.jobs.model.spec import ModelOverrides, RoleModelParams
 
 log = logging.getLogger("browserd.agent.llm")
-
-Role = Literal["navigator", "planner", "extractor"]
 
 
 @dataclass(frozen=True)
@@ -68,19 +67,20 @@ class Llms:
         return getattr(self, role) or self.navigator
 
     @classmethod
-    def from_settings(cls, settings: Settings, overrides: ModelOverrides | None = None,
-                      params: RoleModelParams | None = None) -> Llms:
+    def from_config(cls, llm: LlmConfig, overrides: ModelOverrides | None = None,
+                    params: RoleModelParams | None = None) -> Llms:
         """A model per role from the provider (BROWSERD_LLM_PROVIDER), the role's model name (the
         job's, else the settings') and its sampling parameters (the job's, each over the settings')."""
         overrides, params = overrides or ModelOverrides(), params or RoleModelParams()
         models: dict[str, BaseChatModel] = {}
         built: dict[str, BaseChatModel] = {}
         for role in ROLES:
-            name = getattr(overrides, role) or settings.model_for(role)
-            sampling = {**settings.model_params(role), **getattr(params, role).set()}
+            configured = llm.role(role)
+            name = getattr(overrides, role) or configured.name
+            sampling = {**configured.params, **getattr(params, role).set()}
             key = json.dumps([name, sampling], sort_keys=True)
             if key not in built:
-                built[key] = build(settings, name, sampling)
+                built[key] = build(llm, name, sampling)
             models[role] = built[key]
         return cls(**models)
 

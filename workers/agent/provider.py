@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from config import Settings
+from workers.agent.config import LlmConfig
 from workers.agent.errors import LLMAuthError, LLMProviderError
 
 DEFAULT_PROVIDER = "langchain_openai:ChatOpenAI"
@@ -45,26 +45,26 @@ def accepts(cls: type[BaseChatModel], name: str) -> bool:
     return any(name in (field, info.alias) for field, info in cls.model_fields.items())
 
 
-def build(settings: Settings, model: str, params: dict[str, Any]) -> BaseChatModel:
+def build(llm: LlmConfig, model: str, params: dict[str, Any]) -> BaseChatModel:
     """One chat model of the configured provider for ``model`` with the role's sampling ``params``.
 
     Retries are ours (``max_retries=0``) so cancel can cut them short."""
-    path = settings.llm_provider
+    path = llm.provider
     cls = provider_class(path)
     kwargs: dict[str, Any] = {"model": model}
-    for name, value in (("timeout", settings.llm_timeout), ("max_retries", 0)):
+    for name, value in (("timeout", llm.timeout), ("max_retries", 0)):
         if accepts(cls, name):
             kwargs[name] = value
     wanted = dict(params)
-    if settings.llm_base_url:
-        wanted["base_url"] = str(settings.llm_base_url).rstrip("/")
+    if llm.base_url:
+        wanted["base_url"] = llm.base_url
     refused = sorted(name for name in wanted if not accepts(cls, name))
     if refused:
         raise LLMProviderError(path, f"{cls.__name__} takes no {', '.join(refused)} (set for model {model!r})")
     kwargs.update(wanted)
     if _is_openai(cls):
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        if not key and not settings.llm_base_url:
+        key = llm.api_key.get_secret_value() if llm.api_key else None
+        if not key and not llm.base_url:
             raise LLMAuthError("no API key: set OPENAI_API_KEY (or BROWSERD_LLM_BASE_URL for a keyless endpoint)",
                                model=model)
         kwargs["api_key"] = key or "unused"

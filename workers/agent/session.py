@@ -17,10 +17,10 @@ from typing import Any
 
 import cdp
 import dom
-from config import Settings
 from workers.agent.actions import parse_action, run_action
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
+from workers.agent.config import AgentConfig
 from workers.agent.context import JobContext
 from workers.agent.errors import AgentError, URLBlocked
 from workers.agent.firewall import Firewall, admit_egress
@@ -45,17 +45,17 @@ class SessionBrowser:
         return self.ctx.browser
 
     @classmethod
-    async def open(cls, lease: cdp.Lease, settings: Settings, *, session_id: str, allowed_networks: list[str],
+    async def open(cls, lease: cdp.Lease, config: AgentConfig, *, session_id: str, allowed_networks: list[str],
                    viewport: Viewport | None = None) -> SessionBrowser:
         """The lease under the session's egress rule, its downloads refused, its dialogs dismissed."""
-        policy = admit_egress(lease, settings, allowed_networks=allowed_networks)
+        policy = admit_egress(lease, config.egress, allowed_networks=allowed_networks)
         cancel = CancelToken()
-        browser = AgentBrowser(lease, Firewall(policy), cancel, viewport_expansion=settings.viewport_expansion,
+        browser = AgentBrowser(lease, Firewall(policy), cancel, viewport_expansion=config.defaults.viewport_expansion,
                                downloads=cdp.DownloadLimits(folder=None))
         await browser.start()
-        # The context's spec: what an action may read of "its job" (the settings, no secrets, no model).
+        # The context's spec: what an action may read of "its job" (the config, no secrets, no model).
         spec = JobSpec(task=f"interactive session {session_id}", allowed_networks=allowed_networks)
-        return cls(JobContext(spec=spec, settings=settings, browser=browser, cancel=cancel), viewport)
+        return cls(JobContext(spec=spec, config=config, browser=browser, cancel=cancel), viewport)
 
     async def run(self, name: Command, args: dict[str, Any]) -> SessionReply:
         """One command; its failure comes back as a reply with a code (a dead browser propagates)."""

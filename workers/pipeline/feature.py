@@ -37,6 +37,7 @@ from typing import Protocol
 import redis.asyncio as aioredis
 
 from config import Settings
+from workers.agent.config import AgentConfig
 from workers.agent.telemetry import SILENT, Telemetry
 from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.model.result import JobResult, StepRecord
@@ -82,6 +83,11 @@ class Services:
     telemetry: Telemetry = SILENT
     worker_id: str = "local"
     stale_after: float = 10.0
+
+    @functools.cached_property
+    def agent(self) -> AgentConfig:
+        """What the agent reads of the settings, made once for every job these services run."""
+        return AgentConfig.from_settings(self.settings)
 
     @functools.cached_property
     def artifacts(self) -> ArtifactStore:

@@ -130,7 +130,7 @@ class Pipeline:
     def _begin(self, job_id: str, attempt: int, spec: JobSpec | None) -> JobRun:
         shown = spec or JobSpec(task="(the job record vanished)")
         budget = TimeBudget(job_limit(shown, self.services))
-        run = JobRun(job_id, attempt, shown, budget, JobInputs(spec=shown, settings=self.settings,
+        run = JobRun(job_id, attempt, shown, budget, JobInputs(spec=shown, config=self.services.agent,
                                                                telemetry=self.services.telemetry))
         run.inputs.is_cancelled, run.inputs.is_paused = run.is_cancelled, run.is_paused
         run.owner_cancel = self.records.owner_cancel()

@@ -66,7 +66,7 @@ async def extract_fields(ctx: JobContext, p: ExtractFields) -> ActionResult:
 async def extract_content(ctx: JobContext, p: ExtractContent) -> ActionResult:
     state = await ctx.browser.state()
     full = state.text()
-    text = _capped(full, ctx.settings.max_extract_chars)
+    text = _capped(full, ctx.config.actions.max_extract_chars)
     if ctx.llms is None:
         return _store_text(ctx, state.url, text)
     schema = ctx.spec.output_schema
@@ -77,8 +77,8 @@ async def extract_content(ctx: JobContext, p: ExtractContent) -> ActionResult:
         values = ["\n".join(str(v.get("content") or "") if isinstance(v, dict) else str(v) for v in values)]
     ctx.findings.extracted(goal, state.url, values, structured=schema is not None)
     parts = f" ({len(chunks)} parts)" if len(chunks) > 1 else ""
-    unread = (f"; the page's text after {ctx.settings.max_extract_chars:,} characters was not read "
-              "(BROWSERD_MAX_EXTRACT_CHARS)" if len(full) > ctx.settings.max_extract_chars else "")
+    unread = (f"; the page's text after {ctx.config.actions.max_extract_chars:,} characters was not read "
+              "(BROWSERD_MAX_EXTRACT_CHARS)" if len(full) > ctx.config.actions.max_extract_chars else "")
     so_far = ctx.findings.summary(schema)
     shown = values[0] if len(values) == 1 else values
     return ActionResult(f"extracted from {state.url}{parts}: {short(shown, 2000)}{unread}"

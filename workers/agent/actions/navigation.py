@@ -21,7 +21,7 @@ async def go_to_url(ctx: JobContext, p: GoToUrl) -> ActionResult:
 
 @action("search", Search, "Search the web for a query in the current tab")
 async def search(ctx: JobContext, p: Search) -> ActionResult:
-    url = ctx.settings.search_url.replace("{query}", quote_plus(p.query))
+    url = ctx.config.actions.search_url.replace("{query}", quote_plus(p.query))
     await ctx.browser.goto(url)
     return ActionResult(f"searched for {p.query!r}")
 

@@ -15,9 +15,10 @@ tampered or foreign token fails to open instead of yielding garbage.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from cryptography.fernet import Fernet, InvalidToken
+from pydantic import SecretStr
 
 from config import Settings
 from workers.jobs.errors import JobsError, SpecError
@@ -27,11 +28,18 @@ from workers.jobs.model.spec import JobSpec
 NO_KEY = "this server has no BROWSERD_SECRETS_KEY, so it cannot keep secrets; ask its operator to set one"
 
 
+class HoldsKey(Protocol):
+    """What opens a sealed value: the settings, or the agent's narrow config, both carrying the key."""
+
+    @property
+    def secrets_key(self) -> SecretStr | None: ...
+
+
 class SecretsUnavailable(JobsError):
     """Sealed secrets cannot be opened here: no key, another key, or a damaged token."""
 
 
-def fernet(settings: Settings) -> Fernet | None:
+def fernet(settings: HoldsKey) -> Fernet | None:
     key = settings.secrets_key
     return Fernet(key.get_secret_value().encode()) if key else None
 
@@ -40,7 +48,7 @@ def seal(values: dict[str, str], settings: Settings) -> str:
     return seal_json(values, settings)
 
 
-def unseal(token: str, settings: Settings) -> dict[str, str]:
+def unseal(token: str, settings: HoldsKey) -> dict[str, str]:
     return unseal_json(token, settings, "the job's secrets")
 
 
@@ -52,7 +60,7 @@ def seal_json(value: Any, settings: Settings) -> str:
     return box.encrypt(json.dumps(value, separators=(",", ":")).encode()).decode()
 
 
-def unseal_json(token: str, settings: Settings, what: str) -> Any:
+def unseal_json(token: str, settings: HoldsKey, what: str) -> Any:
     box = fernet(settings)
     if box is None:
         raise SecretsUnavailable(NO_KEY)
@@ -87,7 +95,7 @@ def _seal_proxy(proxy: ProxySettings, settings: Settings) -> None:
     proxy.sealed_password = seal({"password": proxy.password.get_secret_value()}, settings)
 
 
-def proxy_password(proxy: ProxySettings, settings: Settings) -> str | None:
+def proxy_password(proxy: ProxySettings, settings: HoldsKey) -> str | None:
     """The proxy's password, opened (workers only); a spec never stored carries it in clear."""
     if proxy.sealed_password is not None:
         return unseal(proxy.sealed_password, settings)["password"]

@@ -1,0 +1,137 @@
+"""``AgentConfig``: what the agent reads of ``config.Settings``, made once per process.
+
+The settings object holds every knob of every browserd process (the API's port, the pool's
+browsers, the reconciler's interval, ...). The agent needs about thirty of them, read deep inside
+its actions; reading them from the whole object hid which ones it depends on and let any action
+reach any knob. ``AgentConfig.from_settings`` picks them out once, grouped by who reads them (the
+models, the loop's defaults, the actions, downloads, screenshots, the egress rule), in the manner
+of ``cdp.PoolConfig.from_settings``. The pipeline builds one per process (``Services.agent``), and
+every job's ``JobInputs``, ``JobContext`` and action reads that.
+
+Secrets stay ``SecretStr`` here (the LLM key, the key that opens sealed proxy passwords): they are
+opened only where they are used, and a config printed or logged shows asterisks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import SecretStr
+
+from config import ROLES, Role, Settings
+
+
+@dataclass(frozen=True)
+class RoleModel:
+    """One role's model from the settings: its name and the sampling parameters set for it."""
+
+    name: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    """Which chat models the agent builds and how it reaches them (``workers.agent.provider``)."""
+
+    provider: str  # module:Class of the langchain chat model (BROWSERD_LLM_PROVIDER)
+    timeout: float  # seconds one call may take
+    base_url: str | None  # an OpenAI-compatible endpoint; None: the provider's own
+    api_key: SecretStr | None  # for ChatOpenAI and its subclasses only
+    roles: dict[Role, RoleModel]  # planner, navigator, extractor
+
+    def role(self, role: Role) -> RoleModel:
+        return self.roles[role]
+
+
+@dataclass(frozen=True)
+class AgentDefaults:
+    """The loop's limits when the job's options leave them unset (Nanobrowser's defaults)."""
+
+    max_steps: int
+    planning_interval: int
+    max_failures: int
+    max_actions_per_step: int
+    max_input_tokens: int
+    viewport_expansion: int  # pixels beyond the viewport whose elements are offered; -1: the whole page
+
+
+@dataclass(frozen=True)
+class ActionLimits:
+    """What the actions read: how much page text one extraction reads, where a search goes."""
+
+    max_extract_chars: int
+    search_url: str  # a URL template with {query}
+
+
+@dataclass(frozen=True)
+class DownloadLimits:
+    """How much one job may download (``cdp.DownloadLimits`` is made from this per job)."""
+
+    max_bytes: int
+    max_files: int  # 0 refuses every download
+
+
+@dataclass(frozen=True)
+class ScreenshotLimits:
+    """Step screenshots kept as artifacts: their JPEG quality and largest size."""
+
+    quality: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class EgressRule:
+    """The settings' half of every job's (and session's) egress rule; the job adds its own lists."""
+
+    allowed_domains: tuple[str, ...]
+    denied_domains: tuple[str, ...]
+    allow_private_networks: bool
+    allowed_networks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Everything the agent reads of the settings, grouped; built by ``from_settings`` only."""
+
+    llm: LlmConfig
+    defaults: AgentDefaults
+    actions: ActionLimits
+    downloads: DownloadLimits
+    screenshots: ScreenshotLimits
+    egress: EgressRule
+    pause_max_seconds: float  # longest a paused job holds its lease
+    secrets_key: SecretStr | None  # opens a job's sealed proxy password (``sealing.proxy_password``)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AgentConfig:
+        s = settings
+        return cls(
+            llm=LlmConfig(
+                provider=s.llm_provider,
+                timeout=s.llm_timeout,
+                base_url=str(s.llm_base_url).rstrip("/") if s.llm_base_url else None,
+                api_key=s.openai_api_key,
+                roles={role: RoleModel(s.model_for(role), s.model_params(role)) for role in ROLES},
+            ),
+            defaults=AgentDefaults(
+                max_steps=s.max_steps,
+                planning_interval=s.planning_interval,
+                max_failures=s.max_failures,
+                max_actions_per_step=s.max_actions_per_step,
+                max_input_tokens=s.max_input_tokens,
+                viewport_expansion=s.viewport_expansion,
+            ),
+            actions=ActionLimits(max_extract_chars=s.max_extract_chars, search_url=s.search_url),
+            downloads=DownloadLimits(max_bytes=s.download_max_mb * 1024 * 1024, max_files=s.download_max_files),
+            screenshots=ScreenshotLimits(quality=s.artifact_screenshot_quality,
+                                         max_bytes=s.artifact_screenshot_max_kb * 1024),
+            egress=EgressRule(
+                allowed_domains=tuple(s.allowed_domains),
+                denied_domains=tuple(s.denied_domains),
+                allow_private_networks=s.allow_private_networks,
+                allowed_networks=tuple(s.allowed_networks),
+            ),
+            pause_max_seconds=s.pause_max_seconds,
+            secrets_key=s.secrets_key,
+        )
