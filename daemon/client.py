@@ -33,6 +33,7 @@ from pydantic import BaseModel, TypeAdapter
 from config import Settings, load_settings
 from workers.jobs.batches.models import BatchRecord, ResultLine
 from workers.jobs.model.record import FollowUpAccepted, JobEvent, JobPage, JobRecord, SubmittedJob
+from workers.jobs.model.browsing import Viewport
 from workers.jobs.model.result import ArtifactLink
 from workers.jobs.model.status import FINAL_STATES
 from workers.jobs.profiles.models import ProfileInfo, StorageState
@@ -290,9 +291,14 @@ class SessionCalls:
         return Call("DELETE", f"/v1/sessions/{_q(session_id)}", timeout=SESSION_COMMAND_TIMEOUT, answer=CommandResult)
 
 
-def session_options(start_url: str | None, allowed_networks: list[str] | None, idle_timeout: float | None,
-                    viewport: tuple[int, int] | None) -> dict[str, Any]:
-    size = {"width": viewport[0], "height": viewport[1]} if viewport else None
+def _session_options(start_url: str | None, allowed_networks: list[str] | None, idle_timeout: float | None,
+                     viewport: Viewport | tuple[int, int] | None) -> dict[str, Any]:
+    """The body of ``POST /v1/sessions``; a (width, height) pair is sent unchecked, as given, for the
+    server to judge (422 naming the field)."""
+    if isinstance(viewport, Viewport):
+        size: dict[str, int] | None = viewport.model_dump()
+    else:
+        size = {"width": viewport[0], "height": viewport[1]} if viewport else None
     return {"start_url": start_url, "allowed_networks": allowed_networks, "idle_timeout": idle_timeout,
             "viewport": size}
 
@@ -568,10 +574,11 @@ class Client:
     # --- interactive sessions ----------------------------------------------------------------
 
     def open_session(self, start_url: str | None = None, *, allowed_networks: list[str] | None = None,
-                     idle_timeout: float | None = None, viewport: tuple[int, int] | None = None) -> SessionRecord:
+                     idle_timeout: float | None = None,
+                     viewport: Viewport | tuple[int, int] | None = None) -> SessionRecord:
         """Lease a browser context on a worker and open ``start_url`` in it; returns once it is open.
-        ``viewport`` is (width, height) of its tabs."""
-        return self._call(SessionCalls.open(session_options(start_url, allowed_networks, idle_timeout, viewport)))
+        ``viewport`` is the size of its tabs: a ``Viewport``, or (width, height)."""
+        return self._call(SessionCalls.open(_session_options(start_url, allowed_networks, idle_timeout, viewport)))
 
     def sessions(self) -> list[SessionRecord]:
         return self._call(SessionCalls.list()).sessions
@@ -803,9 +810,10 @@ class AsyncClient:
     # --- interactive sessions ----------------------------------------------------------------
 
     async def open_session(self, start_url: str | None = None, *, allowed_networks: list[str] | None = None,
-                           idle_timeout: float | None = None, viewport: tuple[int, int] | None = None) -> SessionRecord:
-        return await self._call(SessionCalls.open(session_options(start_url, allowed_networks, idle_timeout,
-                                                                  viewport)))
+                           idle_timeout: float | None = None,
+                           viewport: Viewport | tuple[int, int] | None = None) -> SessionRecord:
+        return await self._call(SessionCalls.open(_session_options(start_url, allowed_networks, idle_timeout,
+                                                                   viewport)))
 
     async def sessions(self) -> list[SessionRecord]:
         return (await self._call(SessionCalls.list())).sessions

@@ -18,7 +18,7 @@ from dom.state import PageState
 log = logging.getLogger("browserd.dom")
 
 
-def _region(vp: snapshot.Viewport, expansion: int) -> Rect | None:
+def _region(vp: snapshot.LayoutViewport, expansion: int) -> Rect | None:
     """The part of the page whose elements are offered, in top-level page coordinates."""
     if expansion < 0:
         return None
@@ -161,18 +161,18 @@ def _number(elements: list[Element], previous: PageState | None) -> tuple[dict[i
 async def capture(page: Page, previous: PageState | None = None, *, viewport_expansion: int = 0) -> PageState:
     """What the agent sees now: offered elements by stable index, loose text, scroll facts."""
     started = time.perf_counter()
-    snaps, vp = await snapshot.take_all(page)
+    taken = await snapshot.take_all(page)
     fetched = time.perf_counter()
-    state = build(snaps, vp, previous, viewport_expansion)
+    state = build(taken.frames, taken.viewport, previous, viewport_expansion)
     log.debug(
         "captured %s: %d elements, %d frames, snapshot %.0f ms, analysis %.0f ms",
-        state.url, len(state.elements), len(snaps), (fetched - started) * 1000, (time.perf_counter() - fetched) * 1000,
+        state.url, len(state.elements), len(taken.frames), (fetched - started) * 1000, (time.perf_counter() - fetched) * 1000,
     )
     return state
 
 
 def build(
-    snaps: list[snapshot.FrameSnapshot], vp: snapshot.Viewport, previous: PageState | None, viewport_expansion: int
+    snaps: list[snapshot.FrameSnapshot], vp: snapshot.LayoutViewport, previous: PageState | None, viewport_expansion: int
 ) -> PageState:
     """The analysis half of a capture: snapshot replies in, ``PageState`` out (no I/O)."""
     frames = frames_mod.build(snaps)

@@ -41,7 +41,10 @@ class FrameSnapshot:
 
 
 @dataclass
-class Viewport:
+class LayoutViewport:
+    """What a capture measured of the page's layout viewport: where it is scrolled to, its size and
+    the page's (not a size anyone asks for: that is ``workers.jobs.model.browsing.Viewport``)."""
+
     scroll_x: float
     scroll_y: float
     width: float
@@ -54,7 +57,7 @@ async def take(session: CDPSession) -> dict[str, Any]:
     return await session.send("DOMSnapshot.captureSnapshot", PARAMS)
 
 
-def viewport(reply: dict[str, Any]) -> Viewport:
+def layout_viewport(reply: dict[str, Any]) -> LayoutViewport:
     """Scroll position and sizes from the main document of a snapshot, so a capture needs no second
     round trip (``Page.getLayoutMetrics`` costs about a tenth of a snapshot): the document node's
     layout box is the viewport, and the document carries its scroll offset and content size."""
@@ -62,7 +65,7 @@ def viewport(reply: dict[str, Any]) -> Viewport:
     layout = doc["layout"]
     box = next((b for k, b in zip(layout["nodeIndex"], layout["bounds"]) if k == 0), None)
     width, height = (float(box[2]), float(box[3])) if box else (0.0, 0.0)
-    return Viewport(
+    return LayoutViewport(
         scroll_x=float(doc.get("scrollOffsetX") or 0),
         scroll_y=float(doc.get("scrollOffsetY") or 0),
         width=width,
@@ -85,10 +88,19 @@ async def _frame(target_id: str, session: CDPSession) -> FrameSnapshot | None:
     return FrameSnapshot(session, reply, target_id, parent, (owner or {}).get("backendNodeId"))
 
 
-async def take_all(page: Page) -> tuple[list[FrameSnapshot], Viewport]:
-    """The page's snapshot first, then one per out-of-process iframe that answered."""
+@dataclass(frozen=True)
+class Snapshots:
+    """One capture's replies: the page's snapshot first, then each out-of-process iframe's that
+    answered; and the page's layout viewport, read from the first."""
+
+    frames: list[FrameSnapshot]
+    viewport: LayoutViewport
+
+
+async def take_all(page: Page) -> Snapshots:
+    """The page's snapshot and one per out-of-process iframe, taken at once."""
     frames = list(page.frame_sessions.items())
     main, *others = await asyncio.gather(take(page.session), *(_frame(tid, s) for tid, s in frames))
     snaps = [FrameSnapshot(page.session, main, page.target_id)]
     snaps.extend(f for f in others if f is not None)
-    return snaps, viewport(main)
+    return Snapshots(snaps, layout_viewport(main))

@@ -15,6 +15,7 @@ import httpx
 from pydantic import BaseModel
 
 from daemon.client import AsyncClient, ClientError
+from workers.jobs.model.browsing import Viewport
 
 
 def _plain(value: Any) -> Any:
@@ -67,7 +68,7 @@ class Api:
     # --- interactive sessions ----------------------------------------------------------------
 
     async def open_session(self, start_url: str | None, allowed_networks: list[str] | None,
-                           idle_timeout: float | None, viewport: tuple[int, int] | None) -> dict[str, Any]:
+                           idle_timeout: float | None, viewport: Viewport | None) -> dict[str, Any]:
         return _plain(await self.client.open_session(start_url, allowed_networks=allowed_networks,
                                                      idle_timeout=idle_timeout, viewport=viewport))
 

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
-from workers.jobs.sessions.models import Viewport
+from workers.jobs.model.browsing import Viewport
 
 SessionId = Annotated[str, Field(description="The id open_session returned.", min_length=1)]
 ElementIndex = Annotated[int, Field(ge=0, description="The [n] of the element in the last get_state.")]
@@ -42,8 +42,7 @@ def register(server: MCPServer, api: Api) -> None:
         viewport: Annotated[Viewport | None, Field(description="Size of the session's tabs in CSS pixels.")] = None,
     ) -> dict[str, Any]:
         """Lease a fresh browser context on a worker and open start_url; returns the session (its id)."""
-        size = (viewport.width, viewport.height) if viewport else None
-        return await api_call(api.open_session(start_url, allowed_networks, idle_timeout, size))
+        return await api_call(api.open_session(start_url, allowed_networks, idle_timeout, viewport))
 
     @server.tool(annotations=ToolAnnotations(title="Navigate", openWorldHint=True))
     async def navigate(session_id: SessionId,

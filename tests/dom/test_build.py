@@ -18,7 +18,7 @@ SNAPSHOTS = Path(__file__).resolve().parents[1] / "fixtures" / "snapshots"
 
 def built(name: str, previous: PageState | None = None, expansion: int = 0) -> PageState:
     reply = json.loads((SNAPSHOTS / f"{name}.json").read_text())
-    return build([snapshot.FrameSnapshot(None, reply)], snapshot.viewport(reply), previous, expansion)  # type: ignore[arg-type]
+    return build([snapshot.FrameSnapshot(None, reply)], snapshot.layout_viewport(reply), previous, expansion)  # type: ignore[arg-type]
 
 
 def test_a_small_form_becomes_labelled_numbered_lines() -> None:

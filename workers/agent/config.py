@@ -65,8 +65,8 @@ class ActionLimits:
 
 
 @dataclass(frozen=True)
-class DownloadLimits:
-    """How much one job may download (``cdp.DownloadLimits`` is made from this per job)."""
+class DownloadQuota:
+    """How much one job may download (a job's ``cdp.DownloadLimits`` is made from this)."""
 
     max_bytes: int
     max_files: int  # 0 refuses every download
@@ -81,7 +81,7 @@ class ScreenshotLimits:
 
 
 @dataclass(frozen=True)
-class EgressRule:
+class GlobalEgress:
     """The settings' half of every job's (and session's) egress rule; the job adds its own lists."""
 
     allowed_domains: tuple[str, ...]
@@ -97,9 +97,9 @@ class AgentConfig:
     llm: LlmConfig
     defaults: AgentDefaults
     actions: ActionLimits
-    downloads: DownloadLimits
+    downloads: DownloadQuota
     screenshots: ScreenshotLimits
-    egress: EgressRule
+    egress: GlobalEgress
     pause_max_seconds: float  # longest a paused job holds its lease
     secrets_key: SecretStr | None  # opens a job's sealed proxy password (``sealing.proxy_password``)
 
@@ -123,10 +123,10 @@ class AgentConfig:
                 viewport_expansion=s.viewport_expansion,
             ),
             actions=ActionLimits(max_extract_chars=s.max_extract_chars, search_url=s.search_url),
-            downloads=DownloadLimits(max_bytes=s.download_max_mb * 1024 * 1024, max_files=s.download_max_files),
+            downloads=DownloadQuota(max_bytes=s.download_max_mb * 1024 * 1024, max_files=s.download_max_files),
             screenshots=ScreenshotLimits(quality=s.artifact_screenshot_quality,
                                          max_bytes=s.artifact_screenshot_max_kb * 1024),
-            egress=EgressRule(
+            egress=GlobalEgress(
                 allowed_domains=tuple(s.allowed_domains),
                 denied_domains=tuple(s.denied_domains),
                 allow_private_networks=s.allow_private_networks,

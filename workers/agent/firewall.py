@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import cdp
 from cdp.egress import NetworkPolicy
 from config.networks import IPAddress
-from workers.agent.config import EgressRule
+from workers.agent.config import GlobalEgress
 from workers.agent.errors import EgressUnavailable, URLBlocked
 from workers.agent.pacing import NavigationGate, OpenGate
 
@@ -229,7 +229,7 @@ class Firewall:
         self.policy.check(url)
 
 
-def admit_egress(lease: cdp.Lease, rule: EgressRule, *, allowed_domains: Sequence[str] = (),
+def admit_egress(lease: cdp.Lease, rule: GlobalEgress, *, allowed_domains: Sequence[str] = (),
                  denied_domains: Sequence[str] = (), allowed_networks: Sequence[str] = (),
                  upstream: cdp.UpstreamProxy | None = None) -> UrlPolicy:
     """Put the lease's gate under one job's (or session's) rule: the settings' domain lists (``rule``)

@@ -26,7 +26,8 @@ from workers.agent.errors import AgentError, URLBlocked
 from workers.agent.firewall import Firewall, admit_egress
 from workers.agent.navigator import page_view
 from workers.jobs.model.spec import JobSpec
-from workers.jobs.sessions.models import Command, ReplyCode, SessionReply, Viewport, check_args
+from workers.jobs.model.browsing import Viewport
+from workers.jobs.sessions.models import Command, ReplyCode, SessionReply, check_args
 
 SCREENSHOT_QUALITY = 70
 STATE_TEXT_MAX = 60_000  # characters of readable page text one get_state returns

@@ -94,7 +94,14 @@ class ProxySettings(BaseModel):
         return urlsplit(self.server).port or PROXY_DEFAULT_PORTS[self.scheme]
 
 
+# The one type of a requested tab size, for jobs and interactive sessions alike (what a capture
+# measures is dom.snapshot.LayoutViewport). Its bounds are the ones jobs always had; sessions had a
+# narrower range (320-3840 x 240-2160) until they shared this type, so nothing either accepted is
+# refused now.
 class Viewport(BaseModel):
+    """The size of a job's or a session's tabs, in CSS pixels: from a small pop-up (200) to 8K UHD
+    (7680 x 4320)."""
+
     model_config = ConfigDict(extra="forbid")
 
     width: int = Field(ge=200, le=7680)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from config.networks import parse_networks
+from workers.jobs.model.browsing import Viewport
 
 OPEN_WAIT = 90.0  # seconds open_session waits for a worker to lease a context and open the start URL
 COMMAND_WAIT = 60.0  # seconds a command waits for its reply
@@ -44,15 +45,6 @@ COMMANDS: tuple[Command, ...] = ("navigate", "state", "click", "type", "select",
 MAX_TYPED = 10_000  # characters one type command may enter
 
 Index = Field(ge=0, description="index of the element in the session's last state, the n of [n]")
-
-
-class Viewport(BaseModel):
-    """The size of the session's tabs, in CSS pixels (what get_state indexes and screenshot shows)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    width: int = Field(ge=320, le=3840)
-    height: int = Field(ge=240, le=2160)
 
 
 class SessionOptions(BaseModel):

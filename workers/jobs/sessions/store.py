@@ -21,6 +21,7 @@ import redis.asyncio as aioredis
 from config import Settings
 from workers.jobs.errors import QueueUnavailable, SpecError
 from workers.jobs.ids import is_id, new_id
+from workers.jobs.model.browsing import Viewport
 from workers.jobs.queue.publish import send_session
 from workers.jobs.sessions.errors import (
     SessionCommandFailed,
@@ -38,7 +39,6 @@ from workers.jobs.sessions.models import (
     SessionRecord,
     SessionReply,
     SessionStatus,
-    Viewport,
     check_args,
 )
 from workers.jobs.store.keys import Keys
