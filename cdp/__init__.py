@@ -20,18 +20,18 @@ from cdp.errors import (
 )
 from cdp.launcher import chrome_pids, die_with_parent, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
 from cdp.lease import Lease
-from cdp.downloads import Download, DownloadLimits, Downloads
+from cdp.downloads import Download, DownloadLimits, Downloads, DownloadState
 from cdp.page import Dialog, EvaluationError, Page
-from cdp.pool import BrowserPool, PoolConfig, PoolStats
+from cdp.pool import BrowserPool, PoolConfig, PoolEvent, PoolEventKind, PoolStats, RecycleReason
 from cdp.session import CDPSession
 from cdp.storage import OriginLog, read_state, write_state
 from cdp.upstream import UpstreamProxy
 
 __all__ = [
-    "Browser", "BrowserGone", "Dialog", "Download", "DownloadLimits", "Downloads", "ResourceLimitExceeded",
+    "Browser", "BrowserGone", "Dialog", "Download", "DownloadLimits", "Downloads", "DownloadState", "ResourceLimitExceeded",
     "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout", "ChromeLaunchError", "ChromeNotFound",
     "Connection", "EgressProxy", "EvaluationError", "Gate", "Lease", "NavigationError", "NetworkPolicy",
-    "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "UpstreamProxy",
+    "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolEvent", "PoolEventKind", "PoolStats", "RecycleReason", "TargetClosed", "TargetCrashed", "UpstreamProxy",
     "chrome_pids", "die_with_parent", "find_chrome", "launch_chrome", "process_tree", "read_state",
     "sweep_stale_profiles", "write_state",
 ]

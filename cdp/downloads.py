@@ -14,15 +14,21 @@ import mimetypes
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from cdp.errors import CDPException
 from cdp.session import CDPSession
 
 log = logging.getLogger("browserd.cdp")
 
-DownloadState = Literal["in_progress", "completed", "refused"]
+class DownloadState(StrEnum):
+    """Where one download stands: running, saved whole, or refused (by a limit, the page or the server)."""
+
+    in_progress = "in_progress"
+    completed = "completed"
+    refused = "refused"
 
 _UNSAFE = re.compile(r"[^\w.\- ()+,=@]+")
 PARTIAL_SUFFIX = ".crdownload"  # Chrome's file while a download is in progress, next to its final name
@@ -37,7 +43,7 @@ class Download:
     url: str
     name: str
     frame_id: str
-    state: DownloadState = "in_progress"
+    state: DownloadState = DownloadState.in_progress
     size: int = 0
     path: Path | None = None
     reason: str | None = None  # why it was refused
@@ -113,16 +119,16 @@ class Downloads:
 
     async def settle(self, timeout: float) -> None:
         """Wait until no download is in progress; those still running after ``timeout`` are cancelled."""
-        pending = [item for item in self.items if item.state == "in_progress"]
+        pending = [item for item in self.items if item.state is DownloadState.in_progress]
         if pending:
             _, late = await asyncio.wait([asyncio.ensure_future(i.done.wait()) for i in pending], timeout=timeout)
             for task in late:
                 task.cancel()
             for item in pending:
-                if item.state == "in_progress":
+                if item.state is DownloadState.in_progress:
                     await self._refuse(item, f"it did not finish within {timeout:g}s")
         if self.limits.folder is not None:
-            refused = [item for item in self.items if item.state == "refused"]
+            refused = [item for item in self.items if item.state is DownloadState.refused]
             unended = [asyncio.ensure_future(i.ended.wait()) for i in refused if not i.ended.is_set()]
             if unended:  # Chrome drops (or finishes) its file on its own thread after a cancel
                 _, late = await asyncio.wait(unended, timeout=min(timeout, CANCEL_GRACE))
@@ -142,10 +148,10 @@ class Downloads:
         self._by_guid[item.guid] = item
         self._started.set()
         if self.limits.folder is None:
-            item.state, item.reason = "refused", "downloads are not allowed for this job"
+            item.state, item.reason = DownloadState.refused, "downloads are not allowed for this job"
             item.done.set()
             return None  # Chrome cancels it itself (behavior deny)
-        accepted = sum(1 for i in self.items if i.state != "refused")
+        accepted = sum(1 for i in self.items if i.state is not DownloadState.refused)
         if accepted > self.limits.max_files:
             return self._refuse(item, f"the job may download at most {self.limits.max_files} files")
         return None
@@ -156,10 +162,11 @@ class Downloads:
             return None
         if params.get("state") in ("completed", "canceled"):
             item.ended.set()
-        if item.state == "refused" and self.limits.folder is not None and params.get("state") != "inProgress":
+        refused = item.state is DownloadState.refused
+        if refused and self.limits.folder is not None and params.get("state") != "inProgress":
             self._discard(item)  # it finished while its cancel was on the way
             return None
-        if item.state != "in_progress":
+        if item.state is not DownloadState.in_progress:
             return None
         state = params.get("state")
         size = max(int(params.get("totalBytes") or 0), int(params.get("receivedBytes") or 0))
@@ -169,15 +176,15 @@ class Downloads:
             item.size = int(params.get("receivedBytes") or size)
             item.path = self._keep(Path(params.get("filePath") or self._partial(item)), item.name)
             item.name = item.path.name
-            item.state = "completed"
+            item.state = DownloadState.completed
             item.done.set()
         elif state == "canceled":
-            item.state, item.reason = "refused", "it was cancelled by the page or the server"
+            item.state, item.reason = DownloadState.refused, "it was cancelled by the page or the server"
             item.done.set()
         return None
 
     async def _refuse(self, item: Download, reason: str) -> None:
-        item.state, item.reason = "refused", reason
+        item.state, item.reason = DownloadState.refused, reason
         item.done.set()
         log.info("download of %s refused: %s", item.url, reason)
         with contextlib.suppress(CDPException):

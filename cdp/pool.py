@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 from cdp.browser import Browser
@@ -32,7 +33,31 @@ log = logging.getLogger("browserd.pool")
 SlotState = Literal["starting", "ready", "draining"]
 BUSY_SHARE = 0.5  # a renderer that used at least this share of a CPU between two looks is running script
 GROWING = 4 * 1024 * 1024  # ... or whose resident size grew by this much
-Listener = Callable[..., None]
+
+
+class PoolEventKind(StrEnum):
+    """What a pool tells its listeners (``BrowserPool.add_listener``)."""
+
+    lease = "lease"  # a lease was handed out, after ``wait_seconds``
+    crash = "crash"  # a browser died unexpectedly
+    recycle = "recycle"  # a browser was retired on purpose, for ``reason``
+
+
+class RecycleReason(StrEnum):
+    """Why a browser was retired: it served ``max_leases``, or its process tree outgrew ``max_memory_mb``."""
+
+    max_leases = "max_leases"
+    memory = "memory"
+
+
+@dataclass(frozen=True)
+class PoolEvent:
+    kind: PoolEventKind
+    wait_seconds: float = 0.0  # lease: how long it waited for a context
+    reason: RecycleReason | None = None  # recycle: why
+
+
+Listener = Callable[[PoolEvent], None]
 
 
 @dataclass
@@ -118,7 +143,7 @@ class BrowserPool:
         self._listeners: list[Listener] = []
         self._served = 0
         self._crashes = 0
-        self._recycles: dict[str, int] = {}
+        self._recycles: dict[RecycleReason, int] = {}
         self._wait_total = 0.0
         self._health: asyncio.Task[None] | None = None
         self._contexts_watch: asyncio.Task[None] | None = None
@@ -135,13 +160,17 @@ class BrowserPool:
         await self.close()
 
     def add_listener(self, listener: Listener) -> None:
-        """``listener(event, **data)`` for ``lease`` (wait_seconds), ``crash`` and ``recycle`` (reason)."""
+        """``listener(event)`` for each lease, crash and recycle (``PoolEvent``)."""
         self._listeners.append(listener)
 
-    def _emit(self, event: str, **data: Any) -> None:
-        for listener in self._listeners:
+    def remove_listener(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _emit(self, event: PoolEvent) -> None:
+        for listener in list(self._listeners):
             try:
-                listener(event, **data)
+                listener(event)
             except Exception:
                 log.exception("pool listener failed")
 
@@ -248,7 +277,7 @@ class BrowserPool:
                 slot.reserved -= 1
         lease.wait_seconds = time.monotonic() - started
         self._wait_total += lease.wait_seconds
-        self._emit("lease", wait_seconds=lease.wait_seconds)
+        self._emit(PoolEvent(PoolEventKind.lease, wait_seconds=lease.wait_seconds))
         return lease
 
     async def _ready_slot(self, deadline: float) -> _Slot:
@@ -287,7 +316,7 @@ class BrowserPool:
         self._served += 1
         slot.wake.set()
         if slot.served >= self.config.max_leases and slot.state == "ready":
-            self._drain(slot, "max_leases")
+            self._drain(slot, RecycleReason.max_leases)
         return lease
 
     async def _open_context(self, browser: Browser) -> tuple[str, Page]:
@@ -364,13 +393,13 @@ class BrowserPool:
 
     # --- recycling and faults --------------------------------------------------------------
 
-    def _drain(self, slot: _Slot, reason: str) -> None:
+    def _drain(self, slot: _Slot, reason: RecycleReason) -> None:
         """Stop giving this browser leases; replace it now and close it when its leases end."""
         if slot.state != "ready":
             return
         slot.state = "draining"
         self._recycles[reason] = self._recycles.get(reason, 0) + 1
-        self._emit("recycle", reason=reason)
+        self._emit(PoolEvent(PoolEventKind.recycle, reason=reason))
         log.info("recycling browser %s (%s)", slot.index, reason)
         slot.wake.set()
         self._replace(slot)
@@ -398,7 +427,7 @@ class BrowserPool:
         if slot.retiring or self._closed:
             return
         self._crashes += 1
-        self._emit("crash")
+        self._emit(PoolEvent(PoolEventKind.crash))
         log.warning("browser %s gone: %s", slot.index, error.reason)
         was_draining = slot.state == "draining"
         slot.state = "draining"
@@ -439,7 +468,7 @@ class BrowserPool:
             for slot in [s for s in self._slots if s.state == "ready" and s.browser]:
                 used = await asyncio.to_thread(slot.browser.memory_bytes)  # type: ignore[union-attr]
                 if used is not None and used > limit:
-                    self._drain(slot, "memory")
+                    self._drain(slot, RecycleReason.memory)
 
     # --- per-context memory ----------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from config import Settings, load_settings
 from workers.jobs.batches.models import BatchRecord, ResultLine
-from workers.jobs.model.record import FollowUpAccepted, JobEvent, JobPage, JobRecord, SubmittedJob
+from workers.jobs.model.record import EventType, FollowUpAccepted, JobEvent, JobPage, JobRecord, SubmittedJob
 from workers.jobs.model.browsing import Viewport
 from workers.jobs.model.result import ArtifactLink
 from workers.jobs.model.status import FINAL_STATES
@@ -56,7 +56,6 @@ SESSION_COMMAND_TIMEOUT = COMMAND_WAIT + 15.0  # ... and COMMAND_WAIT for a comm
 RECONNECT_PAUSE = 1.0
 RECONNECT_MAX = 30.0
 RETRY_STATUSES = (502, 503, 504)  # a proxy or the API restarting: the job is still there
-END_EVENT = "end"  # the type of the event that closes a job's stream
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -366,7 +365,7 @@ class Reconnect:
 
     def passes(self, event: JobEvent) -> bool:
         """True for an event to hand on (its id is where to resume); False for the stream's end."""
-        if event.type == END_EVENT:
+        if event.type == EventType.end:
             return False
         self.last, self.delay = event.id or self.last, RECONNECT_PAUSE
         return True
@@ -488,7 +487,7 @@ class Client:
                 event = parser.feed(line)
                 if event is not None:
                     yield event
-                    if event.type == END_EVENT:
+                    if event.type == EventType.end:
                         return
         finally:
             response.close()
@@ -733,7 +732,7 @@ class AsyncClient:
                 event = parser.feed(line)
                 if event is not None:
                     yield event
-                    if event.type == END_EVENT:
+                    if event.type == EventType.end:
                         return
         finally:
             await response.aclose()

@@ -2,8 +2,8 @@
 
 from dom.capture import capture
 from dom.identity import STABLE_ATTRIBUTES, FrameStep, Identity, identify, identify_all
-from dom.locate import locate
-from dom.model import Element, Link, Scrollable, ScrollInfo
+from dom.locate import Point, locate
+from dom.model import Element, Link, NodeKey, Scrollable, ScrollInfo
 from dom.refind import (
     THRESHOLD,
     Candidate,
@@ -21,7 +21,7 @@ from dom.untrusted import neutralize, wrap, wrap_text
 
 __all__ = [
     "STABLE_ATTRIBUTES", "THRESHOLD", "Candidate", "Element", "FrameStep", "Identity", "Link", "LocatorAmbiguous",
-    "LocatorError", "LocatorInvalid", "LocatorLike", "LocatorNotFound", "Match", "PageState", "ScrollInfo",
+    "LocatorError", "LocatorInvalid", "LocatorLike", "LocatorNotFound", "Match", "NodeKey", "PageState", "Point", "ScrollInfo",
     "Scrollable", "capture", "find_by", "identify", "identify_all", "locate", "neutralize", "refind", "select", "wrap",
     "wrap_text",
 ]

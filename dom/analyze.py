@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dom.frames import Frame, Rect, intersect
-from dom.model import Element, Scrollable
+from dom.model import Control, Described, Element, Scrollable
 from dom.occlusion import Occluders
 from dom.rules import FORM_CONTROLS, NEVER, Candidates, implicit_role
 from dom.tree import ELEMENT, OPACITY, OVERFLOW, POINTER_EVENTS, POSITION, TEXT, VISIBILITY, positions
@@ -453,7 +453,8 @@ class FrameAnalysis:
             o = nearest_offered(cand) if cand >= 0 else -1
             if hidden and not (o >= 0 and self.at(o)[0]):
                 continue  # aria-hidden text shows only as the text of a control offered through it
-            starts, ends = doc.text_ends(k)
+            fragments = doc.text_ends(k)
+            starts, ends = fragments.first, fragments.last
             if o >= 0:
                 owned.setdefault(o, []).append(spaced(text, starts, last_owned.get(o)))
                 last_owned[o] = ends
@@ -571,15 +572,9 @@ class FrameAnalysis:
         return Element(
             frame=frame,
             node=i,
-            tag=tag,
-            role=role,
-            name=self._name(i, tag, attrs, text, value),
-            text=text,
-            attributes=attrs,
+            described=Described(tag, role, self._name(i, tag, attrs, text, value), text, attrs),
             box=(full[0] + frame.dx, full[1] + frame.dy, full[2], full[3]),
-            value=value,
-            checked=checked,
-            options=options,
+            control=Control(value, checked, options),
             scrollable=self.scrollers.get(i),
         )
 

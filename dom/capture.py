@@ -10,7 +10,7 @@ import dom.frames as frames_mod
 import dom.snapshot as snapshot
 from dom.analyze import FrameAnalysis, FrameResult
 from dom.frames import Frame, Rect
-from dom.model import Element, Numbering, ScrollInfo
+from dom.model import Element, Indexes, Numbering, ScrollInfo
 from dom.prompt import Line
 from dom.repeats import repeated_links
 from dom.state import PageState
@@ -86,7 +86,8 @@ def _without_repeats(keyed: list[Keyed], analyses: _Analyses) -> list[Keyed]:
     """Links that repeat another link (see ``dom.repeats``) left out. One standing inside a run of
     text keeps its words there as text, so the sentence around it still reads whole."""
     holders = {(id(f), p) for f, result, _ in analyses.results for p in result.parent_of.values() if p >= 0}
-    repeated = repeated_links((item[2] for item in keyed if isinstance(item[2], Element)), holders)
+    repeated = repeated_links((item[2] for item in keyed if isinstance(item[2], Element)),
+                              lambda el: (id(el._frame), el._node) in holders)
     out: list[Keyed] = []
     for k, (key, depth, item, frame) in enumerate(keyed):
         if id(item) not in repeated:
@@ -136,7 +137,7 @@ def _same_run(parent: list[int], a: int, b: int) -> bool:
     return pa == pb or parent[pa] == pb or pa == parent[pb]
 
 
-def _number(elements: list[Element], previous: PageState | None) -> tuple[dict[int, Element], set[int], Numbering]:
+def _number(elements: list[Element], previous: PageState | None) -> Indexes:
     """Stable indexes: a node keeps its number for as long as the document lives."""
     old = previous.numbering if previous is not None else None
     keys = [el.key for el in elements]
@@ -155,7 +156,7 @@ def _number(elements: list[Element], previous: PageState | None) -> tuple[dict[i
                 new.add(index)
         el.index, el.is_new = index, index in new
         by_index[index] = el
-    return by_index, new, numbering
+    return Indexes(by_index, new, numbering)
 
 
 async def capture(page: Page, previous: PageState | None = None, *, viewport_expansion: int = 0) -> PageState:
@@ -178,7 +179,7 @@ def build(
     frames = frames_mod.build(snaps)
     analyses = _Analyses(frames, _region(vp, viewport_expansion))
     elements, raw_lines = _lines(analyses)
-    by_index, new, numbering = _number(elements, previous)
+    indexes = _number(elements, previous)
     lines: list[Line] = [(d, item.index if isinstance(item, Element) else item) for d, item in raw_lines]
     main = frames[0].doc
     scroll = ScrollInfo(
@@ -191,11 +192,9 @@ def build(
     return PageState(
         url=main.url,
         title=main.title,
-        elements=by_index,
-        new_indexes=new,
+        indexes=indexes,
         scroll=scroll,
         lines=lines,
         frames=frames,
-        numbering=numbering,
         viewport_expansion=viewport_expansion,
     )

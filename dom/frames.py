@@ -18,6 +18,15 @@ from dom.tree import DocTree, Strings
 Rect = tuple[float, float, float, float]  # x, y, width, height
 
 
+@dataclass(frozen=True)
+class FrameOwner:
+    """An out-of-process iframe's ``<iframe>`` element: the session of the document holding it, and
+    its backend node id there."""
+
+    session: CDPSession
+    backend_node_id: int
+
+
 @dataclass
 class Frame:
     doc: DocTree
@@ -30,7 +39,7 @@ class Frame:
     parent: Frame | None = None
     owner: int = -1  # iframe node index in ``parent.doc``
     order: tuple[int, ...] = ()  # sort key placing this frame's nodes in the parent's document order
-    owner_path: list[tuple[CDPSession, int]] = field(default_factory=list)
+    owner_path: list[FrameOwner] = field(default_factory=list)
     # per node, what its ancestors impose on its children (set by the analysis; see dom.analyze)
     context: list | None = None
 
@@ -49,7 +58,8 @@ def _child(parent: Frame, owner: int, doc: DocTree, session: CDPSession, oopif: 
     box = parent.doc.rect(owner)
     if box is None:
         return None  # the iframe itself is not rendered
-    cw, ch = doc.viewport_size()
+    size = doc.viewport_size()
+    cw, ch = size.width, size.height
     ox = box[0] + max(0.0, box[2] - cw) / 2
     oy = box[1] + max(0.0, box[3] - ch) / 2
     dx = parent.dx + ox - doc.scroll_x
@@ -57,7 +67,7 @@ def _child(parent: Frame, owner: int, doc: DocTree, session: CDPSession, oopif: 
     clip = intersect(parent.clip, (parent.dx + ox, parent.dy + oy, cw, ch))
     path = list(parent.owner_path)
     if oopif:
-        path.insert(0, (parent.session, parent.doc.backend[owner]))
+        path.insert(0, FrameOwner(parent.session, parent.doc.backend[owner]))
     return Frame(
         doc, session, doc.frame_id, doc.url, dx, dy, clip, parent, owner, parent.order + (owner,), path
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 
 from cdp import CDPError, CDPSession, Page
 from dom.model import Element
@@ -23,7 +24,15 @@ from dom.model import Element
 log = logging.getLogger("browserd.dom")
 
 Quad = list[float]
-Box = tuple[float, float, float, float]
+Box = tuple[float, float, float, float]  # x1, y1, x2, y2 (this module's own)
+
+
+@dataclass(frozen=True)
+class Point:
+    """Where to click: CSS pixels in the top-level viewport."""
+
+    x: float
+    y: float
 
 STABLE_GAP = 0.04  # seconds between two reads of a box: more than two animation frames
 STABLE_WAIT = 1.0  # seconds an element may keep moving before it is clicked where it is
@@ -57,8 +66,8 @@ async def _box(element: Element) -> Box | None:
     if not quads:
         return None
     x1, y1, x2, y2 = _bbox(max(quads, key=_area))
-    for session, owner in element.frame_path:
-        ox, oy = await _content_origin(session, owner)
+    for owner in element.frame_path:
+        ox, oy = await _content_origin(owner.session, owner.backend_node_id)
         x1, y1, x2, y2 = x1 + ox, y1 + oy, x2 + ox, y2 + oy
     return x1, y1, x2, y2
 
@@ -80,11 +89,11 @@ async def _resting_box(element: Element) -> Box | None:
     return box
 
 
-async def locate(page: Page, element: Element) -> tuple[float, float] | None:
+async def locate(page: Page, element: Element) -> Point | None:
     """Scroll ``element`` into view; its centre at rest in the top-level viewport, or None if gone."""
     try:
-        for session, owner in reversed(element.frame_path):  # innermost iframe first in the path
-            await _scroll_into_view(session, owner)
+        for owner in reversed(element.frame_path):  # innermost iframe first in the path
+            await _scroll_into_view(owner.session, owner.backend_node_id)
         await _scroll_into_view(element.session, element.backend_node_id)
         box = await _resting_box(element)
         if box is None:
@@ -100,4 +109,4 @@ async def locate(page: Page, element: Element) -> tuple[float, float] | None:
     vx2, vy2 = min(x2, float(vv["clientWidth"])), min(y2, float(vv["clientHeight"]))
     if vx2 > vx1 and vy2 > vy1:
         x1, y1, x2, y2 = vx1, vy1, vx2, vy2
-    return (x1 + x2) / 2, (y1 + y2) / 2
+    return Point((x1 + x2) / 2, (y1 + y2) / 2)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cdp import CDPSession
-    from dom.frames import Frame
+    from dom.frames import Frame, FrameOwner, Rect
 
 # Attributes that identify an element well enough to find it again on a changed page.
 KEY_ATTRIBUTES = (
@@ -38,6 +38,37 @@ class Scrollable:
     below: float
 
 
+@dataclass(frozen=True)
+class NodeKey:
+    """What keeps an index stable across captures: the frame and Chrome's backend node id."""
+
+    frame_id: str
+    backend_node_id: int
+
+
+@dataclass(frozen=True)
+class Described:
+    """What the prompt says of an element: its tag, role, accessible name, text and attributes."""
+
+    tag: str
+    role: str | None
+    name: str
+    text: str
+    attributes: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Control:
+    """A form control's state: its value, whether it is checked, a select's options."""
+
+    value: str | None = None
+    checked: bool | None = None
+    options: list[str] | None = None
+
+
+NO_CONTROL = Control()
+
+
 class Element:
     """An offered element: what the LLM sees at ``[index]`` and how the action layer reaches it."""
 
@@ -46,32 +77,20 @@ class Element:
         "session", "box", "center", "scrollable", "value", "checked", "options", "_frame", "_node", "_xpath",
     )
 
-    def __init__(
-        self,
-        *,
-        frame: Frame,
-        node: int,
-        tag: str,
-        role: str | None,
-        name: str,
-        text: str,
-        attributes: dict[str, str],
-        box: tuple[float, float, float, float],
-        value: str | None = None,
-        checked: bool | None = None,
-        options: list[str] | None = None,
-        scrollable: Scrollable | None = None,
-    ) -> None:
+    def __init__(self, *, frame: Frame, node: int, described: Described, box: Rect, control: Control = NO_CONTROL,
+                 scrollable: Scrollable | None = None) -> None:
+        """``node`` is its index in ``frame``'s document; ``box`` (x, y, width, height) is in
+        top-level page coordinates."""
         self.index = 0
         self.is_new = False
-        self.tag, self.role, self.name, self.text = tag, role, name, text
-        self.attributes = attributes
+        self.tag, self.role, self.name, self.text = described.tag, described.role, described.name, described.text
+        self.attributes = described.attributes
         self.backend_node_id: int = frame.doc.backend[node]
         self.frame_id: str = frame.frame_id
         self.session: CDPSession = frame.session
         self.box = box
         self.center = (box[0] + box[2] / 2, box[1] + box[3] / 2)
-        self.value, self.checked, self.options = value, checked, options
+        self.value, self.checked, self.options = control.value, control.checked, control.options
         self.scrollable = scrollable
         self._frame, self._node = frame, node
         self._xpath: str | None = None
@@ -80,9 +99,8 @@ class Element:
         return f"<Element [{self.index}] {self.tag} {self.name[:30]!r}>"
 
     @property
-    def key(self) -> tuple[str, int]:
-        """What keeps an index stable across captures: the frame and Chrome's backend node id."""
-        return (self.frame_id, self.backend_node_id)
+    def key(self) -> NodeKey:
+        return NodeKey(self.frame_id, self.backend_node_id)
 
     @property
     def xpath(self) -> str:
@@ -91,7 +109,7 @@ class Element:
         return self._xpath
 
     @property
-    def frame_path(self) -> list[tuple[CDPSession, int]]:
+    def frame_path(self) -> list[FrameOwner]:
         """The iframe owner elements from this element's frame up to the top, each with the session
         of the document holding it; empty for elements of the top document or same-process frames
         (whose coordinates Chrome already reports in the top-level viewport)."""
@@ -135,5 +153,15 @@ class Element:
 class Numbering:
     """Indexes handed out so far in one job: node key -> index, and the next free number."""
 
-    by_key: dict[tuple[str, int], int] = field(default_factory=dict)
+    by_key: dict[NodeKey, int] = field(default_factory=dict)
     next_index: int = 1
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """One capture's numbering: its elements by index, the indexes new since the last capture of the
+    same document, and the numbering to carry on from."""
+
+    elements: dict[int, Element]
+    new: set[int]
+    numbering: Numbering

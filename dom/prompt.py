@@ -111,7 +111,7 @@ def render_lines(lines: Iterable[Line], elements: dict[int, Element], new: set[i
     return "\n".join(out)
 
 
-def scroll_lines(scroll: ScrollInfo) -> tuple[str, str]:
+def _scroll_lines(scroll: ScrollInfo) -> tuple[str, str]:
     above = (
         f"... {scroll.pixels_above:.0f} pixels above - scroll or extract content to see more ..."
         if scroll.pixels_above > 4
@@ -129,6 +129,6 @@ def render(lines: list[Line], elements: dict[int, Element], new: set[int], scrol
            wrapped: bool = True) -> str:
     """The element lines between the scroll lines; ``wrapped=False`` leaves the wrapping to a caller
     that puts more page-derived text (title, URL, tabs) in the same untrusted block."""
-    above, below = scroll_lines(scroll)
+    above, below = _scroll_lines(scroll)
     body = render_lines(lines, elements, new) or "(no visible content)"
     return f"{above}\n{wrap(body) if wrapped else body}\n{below}"

@@ -11,7 +11,7 @@ that holds other offered elements (a card around buttons) is always kept, so not
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urljoin
 
 from dom.model import Element
@@ -29,13 +29,13 @@ def destination(el: Element) -> str | None:
     return urljoin(el._frame.doc.base_url, href)
 
 
-def repeated_links(elements: Iterable[Element], holders: set[tuple[int, int]]) -> set[int]:
-    """``id()`` of the links to leave out, given offered elements in document order. ``holders``
-    are ``(id(frame), node)`` of elements that have offered elements inside them."""
+def repeated_links(elements: Iterable[Element], holds_offered: Callable[[Element], bool]) -> set[int]:
+    """``id()`` of the links to leave out, given offered elements in document order.
+    ``holds_offered`` says whether an element has offered elements inside it (never left out)."""
     listed: list[tuple[Element, str]] = []
     for el in elements:
         where = destination(el)
-        if where is not None and (id(el._frame), el._node) not in holders:
+        if where is not None and not holds_offered(el):
             listed.append((el, where))
     worded = {where for el, where in listed if words(el)}
     seen: set[tuple[str, str]] = set()

@@ -8,31 +8,20 @@ from typing import Any
 import dom.prompt as prompt
 import dom.text as text
 from dom.frames import Frame
-from dom.model import Element, Link, Numbering, ScrollInfo
+from dom.model import Element, Indexes, Link, ScrollInfo
 
 
 class PageState:
     """Offered elements by index, the lines of the prompt, and the frames for text and links."""
 
-    def __init__(
-        self,
-        *,
-        url: str,
-        title: str,
-        elements: dict[int, Element],
-        new_indexes: set[int],
-        scroll: ScrollInfo,
-        lines: list[prompt.Line],
-        frames: list[Frame],
-        numbering: Numbering,
-        viewport_expansion: int,
-    ) -> None:
+    def __init__(self, *, url: str, title: str, indexes: Indexes, scroll: ScrollInfo, lines: list[prompt.Line],
+                 frames: list[Frame], viewport_expansion: int) -> None:
         self.url, self.title = url, title
-        self.elements = elements
-        self.new_indexes = new_indexes
+        self.elements: dict[int, Element] = indexes.elements
+        self.new_indexes = indexes.new
         self.scroll = scroll
         self.viewport_expansion = viewport_expansion
-        self.numbering = numbering
+        self.numbering = indexes.numbering
         self._lines = lines
         self._frames = frames
 

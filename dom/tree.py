@@ -9,8 +9,12 @@ smaller than its children's and a subtree is a contiguous range.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dom.frames import Rect
 
 ELEMENT, TEXT, DOCUMENT = 1, 3, 9
 
@@ -87,6 +91,20 @@ def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
     return dict(zip(rare.get("index", ()), rare.get("value", ())))
 
 
+@dataclass(frozen=True, slots=True)
+class TextEnds:
+    """The boxes (x, y, width, height) of a text's first and last line fragments."""
+
+    first: list[float]
+    last: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    width: float
+    height: float
+
+
 class DocTree:
     """Columns of one document plus the mapping from node to layout object."""
 
@@ -142,7 +160,7 @@ class DocTree:
         self._ends: list[int] | None = None
         self._tags: dict[int, str] = {}  # node-name string id -> lower-case tag, decoded once
 
-    def text_ends(self, k: int) -> tuple[list[float], list[float]]:
+    def text_ends(self, k: int) -> TextEnds:
         """Boxes of the first and last line fragments of text layout object ``k``: a wrapped text's
         own box spans its lines, so only these say where it starts and where it ends."""
         if self._text_ends is None:
@@ -152,9 +170,9 @@ class DocTree:
             self._text_ends = ends
         found = self._text_ends.get(k)
         if found is None:
-            return self.bounds[k], self.bounds[k]
+            return TextEnds(self.bounds[k], self.bounds[k])
         boxes = self._text_boxes["bounds"]
-        return boxes[found[0]], boxes[found[1]]
+        return TextEnds(boxes[found[0]], boxes[found[1]])
 
     # --- whole columns -----------------------------------------------------------------------
 
@@ -201,15 +219,15 @@ class DocTree:
         k = self.lay[i]
         return self.bounds[k] if k >= 0 else None
 
-    def viewport_size(self) -> tuple[float, float]:
+    def viewport_size(self) -> Size:
         """The document node's layout box is the size of its (frame's) viewport."""
         r = self.rect(0)
-        return (r[2], r[3]) if r else (0.0, 0.0)
+        return Size(r[2], r[3]) if r else Size(0.0, 0.0)
 
-    def viewport(self) -> tuple[float, float, float, float]:
+    def viewport(self) -> Rect:
         """The part of this document on screen now, in document coordinates."""
-        w, h = self.viewport_size()
-        return (self.scroll_x, self.scroll_y, w, h)
+        size = self.viewport_size()
+        return (self.scroll_x, self.scroll_y, size.width, size.height)
 
     def subtree_end(self, i: int, limit: int = 1 << 30) -> int:
         """One past the last descendant of ``i`` (pre-order keeps a subtree contiguous)."""

@@ -1,11 +1,14 @@
 """The worker process's metrics: its Prometheus endpoint (served once per process, never fatal), and
-the agent's measurements wired into it."""
+the agent's and the browser pool's measurements wired into it (the kernel's metrics module imports
+neither the agent nor the pool: here their typed events become its series)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
+import cdp
 import workers.jobs.metrics as metrics
 from config import Settings
 from workers.agent.telemetry import DomCapture, LlmCall, Telemetry
@@ -38,3 +41,26 @@ class PrometheusTelemetry(Telemetry):
 
     def dom_capture(self, capture: DomCapture) -> None:
         metrics.observe_dom_capture(capture.seconds, capture.elements)
+
+
+def instrument_pool(pool: cdp.BrowserPool) -> Callable[[], None]:
+    """Export ``pool``'s gauges and count its events; call once after creating it, and the returned
+    function when closing it (its later events are not counted)."""
+
+    def listener(event: cdp.PoolEvent) -> None:
+        if event.kind is cdp.PoolEventKind.lease:
+            metrics.observe_lease_wait(event.wait_seconds)
+        elif event.kind is cdp.PoolEventKind.crash:
+            metrics.observe_browser_crash()
+        elif event.kind is cdp.PoolEventKind.recycle and event.reason is not None:
+            metrics.observe_recycle(event.reason.value)
+
+    metrics.declare_recycle_reasons(reason.value for reason in cdp.RecycleReason)
+    detach = metrics.POOLS.attach(pool)
+    pool.add_listener(listener)
+
+    def detached() -> None:
+        pool.remove_listener(listener)
+        detach()
+
+    return detached

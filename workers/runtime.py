@@ -23,8 +23,7 @@ from typing import Any
 import cdp
 from config import ConfigError, Settings
 from workers.agent import LLMProviderError, provider_class
-from workers.instrument import PrometheusTelemetry, serve_metrics
-from workers.jobs.metrics import instrument_pool
+from workers.instrument import PrometheusTelemetry, instrument_pool, serve_metrics
 from workers.jobs.model.status import JobStatus
 from workers.jobs.queue.app import default_node_name
 from workers.jobs.reconcile import Reconciler

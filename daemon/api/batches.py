@@ -53,7 +53,7 @@ async def _get(batches: BatchStore, batch_id: str) -> BatchRecord:
     return record
 
 
-async def specs_of(raw: bytes, settings: Settings) -> tuple[list[JobSpec], str | None]:
+async def _specs_of(raw: bytes, settings: Settings) -> tuple[list[JobSpec], str | None]:
     request = parse_body(raw)
     return validate_jobs(request, settings), request.webhook_url
 
@@ -63,7 +63,7 @@ async def specs_of(raw: bytes, settings: Settings) -> tuple[list[JobSpec], str |
 async def submit(request: Request, store: Store) -> BatchRecord:
     """Queue many jobs at once; every spec is checked first, and one bad item refuses the batch."""
     settings: Settings = request.app.state.settings
-    specs, webhook_url = await specs_of(await request.body(), settings)
+    specs, webhook_url = await _specs_of(await request.body(), settings)
     await check_credentials(specs, credential_store(request, store), batch=True)
     await check_profiles(specs, profile_store(request, store), batch=True)
     await check_recipes(specs, recipe_store(request, store), batch=True)

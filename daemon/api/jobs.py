@@ -49,7 +49,8 @@ async def submit_job(spec: JobSpec, request: Request, response: Response, store:
     await check_credentials([spec], credential_store(request, store), batch=False)
     await check_profiles([spec], profile_store(request, store), batch=False)
     await check_recipes([spec], recipe_store(request, store), batch=False)
-    job_id, created = await submit_to_queue(store, spec, settings)
+    made = await submit_to_queue(store, spec, settings)
+    job_id, created = made.job_id, made.created
     if not created:
         response.status_code = 200
     record = await store.get(job_id)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon.client import ApiUnreachable, Client, RequestRefused
+from workers.jobs.model.record import EventType
 from workers.jobs.model.status import FINAL_STATES, JobStatus
 
 EXIT_FAILED = 1  # the job failed or was cancelled, or the API refused the request
@@ -81,18 +82,23 @@ def print_job(job: dict[str, Any]) -> None:
         print("data: " + json.dumps(result["data"], default=str))
 
 
+REQUESTS = (EventType.cancel_requested, EventType.pause_requested, EventType.resume_requested)
+
+
 def describe_event(kind: str, data: dict[str, Any]) -> str | None:
-    if kind == "state":
+    """One line for an event of the stream; None for one the terminal does not show (a type this
+    client does not know yet, from a newer server, too)."""
+    if kind == EventType.state:
         extra = "".join(f" {k}={data[k]}" for k in ("attempt", "run", "worker", "category", "reason") if data.get(k))
         return f"state: {data.get('state')}{extra}"
-    if kind == "step":
+    if kind == EventType.step:
         actions = ", ".join(
             a.get("name", "?") + ("" if a.get("ok", True) else " (failed)") for a in data.get("actions") or []
         )
         return f"step {data.get('step')}: {actions or '-'}" + (f"  [{data['url']}]" if data.get("url") else "")
-    if kind in ("cancel_requested", "pause_requested", "resume_requested"):
+    if kind in REQUESTS:
         return kind.replace("_", " ")
-    if kind == "session":
+    if kind == EventType.session:
         return f"session {data.get('session')}" + (f": {data['reason']}" if data.get("reason") else "")
     return None
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from pydantic import BaseModel
 from tqdm import tqdm
+
+from workers.jobs.batches.models import BatchState
 
 BAR_WIDTH = 28
 PLAIN_EVERY = 5.0  # seconds between lines when stderr is not a terminal
@@ -25,8 +28,16 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
-def describe(batch: dict[str, Any], elapsed: float, done_at_start: int = 0) -> tuple[str, str]:
-    """(bar, figures) for one reading of the batch record; ``elapsed`` since ``done_at_start`` was seen."""
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a batch as shown: its bar, and its figures (done/total, rate, ETA, counts)."""
+
+    bar: str
+    figures: str
+
+
+def describe(batch: dict[str, Any], elapsed: float, done_at_start: int = 0) -> Reading:
+    """One reading of the batch record, shown; ``elapsed`` since ``done_at_start`` was seen."""
     total, done = batch["total"], batch["done"]
     counts = batch["counts"]
     filled = int(BAR_WIDTH * done / total) if total else BAR_WIDTH
@@ -36,7 +47,7 @@ def describe(batch: dict[str, Any], elapsed: float, done_at_start: int = 0) -> t
     eta = _duration(left / rate) if rate > 0 and left else ("-" if left else "0s")
     figures = (f"{done}/{total}  {rate:.1f} jobs/s  ETA {eta}  running {counts['running']}  "
                f"fails {counts['failed']}" + (f"  cancelled {counts['cancelled']}" if counts["cancelled"] else ""))
-    return bar, figures
+    return Reading(bar, figures)
 
 
 class ProgressBar:
@@ -58,7 +69,7 @@ class ProgressBar:
             self.first_done, self.since = batch["done"], now
         elif self.since is not None and batch["done"] == self.first_done:
             self.since = now  # nothing finished yet: the rate's clock has not started
-        bar, figures = describe(batch, now - (self.since or now), self.first_done)
+        figures = describe(batch, now - (self.since or now), self.first_done).figures
         if self.tty:
             self._draw(batch, figures)
         elif final or now - self.last_line >= PLAIN_EVERY:
@@ -95,7 +106,7 @@ def follow_batch(read: Callable[[], Any], *, interval: float = 0.5, out: TextIO 
         while True:
             batch = read()
             record = batch.model_dump(mode="json") if isinstance(batch, BaseModel) else batch
-            finished = record["state"] == "completed"
+            finished = BatchState(record["state"]) is BatchState.completed
             if workers is not None and not finished and time.monotonic() - checked >= WORKERS_EVERY:
                 checked = time.monotonic()
                 bar.warn("" if workers() else "no worker is alive: start one with 'browserd worker'")

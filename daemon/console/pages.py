@@ -280,7 +280,7 @@ async def submit(request: Request, session: Actor) -> Response:
     spec = to_spec(form, settings)
     if spec is None:
         return render(request, "submit.html", {"form": form}, csrf=session.csrf, status=422)
-    job_id, _ = await submit_job(store_of(request), spec, settings)
+    job_id = (await submit_job(store_of(request), spec, settings)).job_id
     return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
 
 

@@ -20,6 +20,7 @@ from daemon.cli.progress import follow_batch
 from daemon.demo.jobs import agent_jobs, script_jobs
 from daemon.demo.services import ServiceError, Services, free_port, http_ok
 from daemon.demo.site import PRODUCTS, DemoSite
+from workers.jobs.batches.models import BatchState
 
 WORKER_CONCURRENCY = 4
 START_TIMEOUT = 120.0
@@ -95,13 +96,14 @@ def _run(settings: Settings, services: Services, out: TextIO) -> int:
                   f"{len(specs)} script-mode jobs that read each product page by CSS selector", file=sys.stderr)
         submitted = client.submit_batch(list(specs))
         print(f"batch {submitted.id}: {submitted.total} jobs queued", file=sys.stderr)
-        batch = follow_batch(lambda: client.batch(submitted.id), interval=0.3).model_dump(mode="json")
+        record = follow_batch(lambda: client.batch(submitted.id), interval=0.3)
+        batch = record.model_dump(mode="json")
         rows = [line.model_dump(mode="json") for line in client.results(submitted.id)]
     print_table(rows, out)
     print_metrics(api_url, metrics_port, out)
     counts = batch["counts"]
     print(f"\n{counts['succeeded']} of {batch['total']} jobs succeeded, {counts['failed']} failed", file=out)
-    return 0 if batch["state"] == "completed" and counts["succeeded"] == batch["total"] else 1
+    return 0 if record.state is BatchState.completed and counts["succeeded"] == batch["total"] else 1
 
 
 def print_table(rows: list[dict[str, Any]], out: TextIO) -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from daemon.client import AsyncClient, ClientError
 from workers.jobs.model.browsing import Viewport
+from workers.jobs.model.record import EventType, JobEvent
 
 
 def _plain(value: Any) -> Any:
@@ -61,9 +62,9 @@ class Api:
     async def results(self, batch_id: str) -> list[dict[str, Any]]:
         return [_plain(line) async for line in self.client.results(batch_id)]
 
-    async def events(self, job_id: str) -> list[tuple[str, dict[str, Any]]]:
-        """The job's events so far, as (type, data), without following."""
-        return [(e.type, e.data) async for e in self.client.events(job_id, follow=False) if e.type != "end"]
+    async def events(self, job_id: str) -> list[JobEvent]:
+        """The job's events so far, without following (and without the stream's end)."""
+        return [e async for e in self.client.events(job_id, follow=False) if e.type != EventType.end]
 
     # --- interactive sessions ----------------------------------------------------------------
 

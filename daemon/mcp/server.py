@@ -16,11 +16,14 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 import daemon.mcp.sessions as sessions
+from daemon.mcp.arguments import flat
 from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
+from workers.jobs.batches.models import BatchState
+from workers.jobs.model.record import EventType
 from workers.jobs.model.status import FINAL_STATES, JobStatus
 
 POLL_SECONDS = 0.5
@@ -42,17 +45,49 @@ Labels = Annotated[dict[str, str] | None, Field(description="Key/value tags, for
 Domains = Annotated[list[str] | None, Field(description="Only these domains (and their subdomains) may be visited.")]
 
 
-def job_spec(task: str | None = None, script: list[dict[str, Any]] | None = None, start_url: str | None = None,
-             output_schema: dict[str, Any] | None = None, max_steps: int | None = None,
-             timeout: float | None = None, labels: dict[str, str] | None = None,
-             allowed_domains: list[str] | None = None, priority: str | None = None) -> dict[str, Any]:
+Priority = Literal["high", "normal", "low"] | None
+WaitSeconds = Annotated[float, Field(gt=0, le=86_400, description=(
+    "Stop waiting after this long (the job goes on; follow it with get_job)."))]
+SPEC_FIELDS = ("task", "script", "start_url", "output_schema", "timeout", "labels", "allowed_domains", "priority")
+"""The tools' arguments that are ``JobSpec`` fields as they are (``max_steps`` goes in its options)."""
+
+
+class RunTaskArgs(BaseModel):
+    """``run_task``'s arguments: an agent task, what it may use, and how long to wait for it."""
+
+    task: Task
+    start_url: StartUrl = None
+    output_schema: Schema = None
+    max_steps: MaxSteps = None
+    timeout: Timeout = None
+    labels: Labels = None
+    allowed_domains: Domains = None
+    wait_seconds: WaitSeconds = DEFAULT_WAIT
+
+
+class SubmitJobArgs(BaseModel):
+    """``submit_job``'s arguments: an agent task or a script, what it may use, its priority."""
+
+    task: Annotated[str | None, Field(description="An agent task (or give script).")] = None
+    script: Annotated[list[dict[str, Any]] | None, Field(description=(
+        'Actions to run with no LLM, e.g. [{"go_to_url": {"url": "https://example.com/"}}, '
+        '{"extract_fields": {"fields": {"title": "h1"}}}].'))] = None
+    start_url: StartUrl = None
+    output_schema: Schema = None
+    max_steps: MaxSteps = None
+    timeout: Timeout = None
+    labels: Labels = None
+    allowed_domains: Domains = None
+    priority: Priority = None
+
+
+def job_spec(args: RunTaskArgs | SubmitJobArgs) -> dict[str, Any]:
     """The ``JobSpec`` body the tool's arguments stand for (the API checks it)."""
-    spec: dict[str, Any] = {"task": task, "script": script, "start_url": start_url, "output_schema": output_schema,
-                            "timeout": timeout, "labels": labels, "allowed_domains": allowed_domains,
-                            "priority": priority}
-    if max_steps is not None:
-        spec["options"] = {"max_steps": max_steps}
-    return {k: v for k, v in spec.items() if v is not None}
+    given = args.model_dump(include=set(SPEC_FIELDS), exclude_none=True)
+    spec = {name: given[name] for name in SPEC_FIELDS if name in given}
+    if args.max_steps is not None:
+        spec["options"] = {"max_steps": args.max_steps}
+    return spec
 
 
 def outcome(job: dict[str, Any]) -> dict[str, Any]:
@@ -84,38 +119,29 @@ async def wait_for(api: Api, job_id: str, wait_seconds: float, ctx: Context | No
         await asyncio.sleep(POLL_SECONDS)
 
 
+def _completed(batch: dict[str, Any]) -> bool:
+    return BatchState(batch["state"]) is BatchState.completed
+
+
 def build_server(api: Api) -> MCPServer:
     server = MCPServer("browserd", instructions=INSTRUCTIONS + sessions.INSTRUCTIONS, version="0.1.0")
 
     @server.tool(annotations=ToolAnnotations(title="Run a browser task", openWorldHint=True))
-    async def run_task(task: Task, ctx: Context, start_url: StartUrl = None, output_schema: Schema = None,
-                       max_steps: MaxSteps = None, timeout: Timeout = None, labels: Labels = None,
-                       allowed_domains: Domains = None,
-                       wait_seconds: Annotated[float, Field(gt=0, le=86_400, description=(
-                           "Stop waiting after this long (the job goes on; follow it with get_job)."))] = DEFAULT_WAIT,
-                       ) -> dict[str, Any]:
+    @flat(RunTaskArgs)
+    async def run_task(args: RunTaskArgs, ctx: Context) -> dict[str, Any]:
         """Run an agent task in a fresh browser context and wait for it: returns the final answer and data."""
-        spec = job_spec(task=task, start_url=start_url, output_schema=output_schema, max_steps=max_steps,
-                        timeout=timeout, labels=labels, allowed_domains=allowed_domains)
-        job = await api_call(api.submit(spec))
-        done = await wait_for(api, job["id"], wait_seconds, ctx)
+        job = await api_call(api.submit(job_spec(args)))
+        done = await wait_for(api, job["id"], args.wait_seconds, ctx)
         if done["state"] not in FINAL_STATES:
-            return {**outcome(done), "note": f"still {done['state']} after {wait_seconds:g}s; follow it with get_job"}
+            return {**outcome(done),
+                    "note": f"still {done['state']} after {args.wait_seconds:g}s; follow it with get_job"}
         return outcome(done)
 
     @server.tool(annotations=ToolAnnotations(title="Submit a job", openWorldHint=True))
-    async def submit_job(task: Annotated[str | None, Field(description="An agent task (or give script).")] = None,
-                         script: Annotated[list[dict[str, Any]] | None, Field(description=(
-                             'Actions to run with no LLM, e.g. [{"go_to_url": {"url": "https://example.com/"}}, '
-                             '{"extract_fields": {"fields": {"title": "h1"}}}].'))] = None,
-                         start_url: StartUrl = None, output_schema: Schema = None, max_steps: MaxSteps = None,
-                         timeout: Timeout = None, labels: Labels = None, allowed_domains: Domains = None,
-                         priority: Literal["high", "normal", "low"] | None = None) -> dict[str, Any]:
+    @flat(SubmitJobArgs)
+    async def submit_job(args: SubmitJobArgs) -> dict[str, Any]:
         """Queue a job (an agent task or a script) and return at once with its id; follow it with get_job."""
-        spec = job_spec(task=task, script=script, start_url=start_url, output_schema=output_schema,
-                        max_steps=max_steps, timeout=timeout, labels=labels, allowed_domains=allowed_domains,
-                        priority=priority)
-        return outcome(await api_call(api.submit(spec)))
+        return outcome(await api_call(api.submit(job_spec(args))))
 
     @server.tool(annotations=ToolAnnotations(title="Get a job", readOnlyHint=True))
     async def get_job(job_id: str) -> dict[str, Any]:
@@ -151,11 +177,11 @@ def build_server(api: Api) -> MCPServer:
         """Queue many jobs at once (one bad spec refuses the batch); optionally wait for their results."""
         batch = await api_call(api.submit_batch({"jobs": jobs, "defaults": defaults or {}}))
         deadline = time.monotonic() + wait_seconds
-        while wait_seconds and batch["state"] != "completed" and time.monotonic() < deadline:
+        while wait_seconds and not _completed(batch) and time.monotonic() < deadline:
             await ctx.report_progress(batch["done"], batch["total"], f"{batch['done']} of {batch['total']} done")
             await asyncio.sleep(POLL_SECONDS)
             batch = await api_call(api.batch(batch["id"]))
-        if wait_seconds and batch["state"] == "completed":
+        if wait_seconds and _completed(batch):
             return {"batch": batch, "results": await api_call(api.results(batch["id"]))}
         return {"batch": batch}
 
@@ -173,7 +199,7 @@ def build_server(api: Api) -> MCPServer:
         job = await _job(job_id)
         if job.get("result"):
             return job["result"].get("steps") or []
-        return [data for kind, data in await api.events(job_id) if kind == "step"]
+        return [e.data for e in await api.events(job_id) if e.type == EventType.step]
 
     sessions.register(server, api)
     return server

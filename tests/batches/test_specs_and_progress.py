@@ -61,5 +61,6 @@ def test_progress_plain_lines_when_not_a_terminal() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("progress: 0/10") and lines[-1].startswith("progress: 10/10")
     assert "fails 1" in lines[-1] and "\r" not in out.getvalue()
-    bar_text, figures = describe({**record, "done": 5}, elapsed=5.0)
+    shown = describe({**record, "done": 5}, elapsed=5.0)
+    bar_text, figures = shown.bar, shown.figures
     assert bar_text.count("#") == 14 and "1.0 jobs/s" in figures and "ETA 5s" in figures

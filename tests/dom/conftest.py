@@ -29,7 +29,7 @@ async def click(page: Page, element: dom.Element) -> None:
     """A real mouse click at the element's fresh centre, as the agent's action layer does it."""
     point = await dom.locate(page, element)
     assert point is not None, f"{element!r} could not be located"
-    x, y = point
+    x, y = point.x, point.y
     for kind in ("mousePressed", "mouseReleased"):
         await page.session.send(
             "Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}

@@ -103,7 +103,8 @@ async def test_locate_scrolls_far_elements_into_view(page, site):
     state = await dom.capture(page, viewport_expansion=-1)
     far = by_id(state)["far-below"]
     assert far.box[1] > 2000  # page coordinates
-    x, y = await dom.locate(page, far)
+    point = await dom.locate(page, far)
+    x, y = point.x, point.y
     assert 0 <= y <= await page.evaluate("innerHeight")
     await click(page, far)
     assert (await page.evaluate("window.clicks"))[-1] == "far-below"

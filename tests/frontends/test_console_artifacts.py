@@ -29,7 +29,7 @@ async def failed_job(url: str) -> str:
     client = connect(url)
     store = JobStore(client, result_ttl=60)
     try:
-        job_id, _ = await store.create(JobSpec(task="look"), max_steps=3)
+        job_id = (await store.create(JobSpec(task="look"), max_steps=3)).job_id
         claim = await store.start(job_id, worker="w", max_attempts=1, stale_after=30)
         await store.finish(job_id, claim.attempt, JobResult(status=JobStatus.failed, error="no"))
     finally:

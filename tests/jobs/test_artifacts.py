@@ -105,7 +105,7 @@ def test_a_follow_ups_files_have_names_of_their_own_that_say_its_run(artifacts: 
     for name in ("step-001.jpg", "page.md", "download-run-3-x.pdf", "run-2-step-001.jpg", "run-2-page.md",
                  "run-2-download-report.csv", "run-12-console.jsonl"):
         folder.put(safe_name(name), b"x")
-    runs = [(run, [a.name for a in links]) for run, links in by_run(folder.list())]
+    runs = [(group.run, [a.name for a in group.links]) for group in by_run(folder.list())]
     assert runs == [(1, ["download-run-3-x.pdf", "page.md", "step-001.jpg"]),
                     (2, ["run-2-download-report.csv", "run-2-page.md", "run-2-step-001.jpg"]),
                     (12, ["run-12-console.jsonl"])], "a page's file name never passes for a run's"
@@ -136,11 +136,11 @@ async def test_the_reconciler_deletes_the_folders_of_expired_jobs_only(redis: Re
     keys = Keys(prefix=f"t{new_id()[:8]}:")
     short, long = JobStore(client, result_ttl=1, keys=keys), JobStore(client, result_ttl=3600, keys=keys)
     try:
-        expiring, _ = await short.create(JobSpec(task="old"), max_steps=3)
+        expiring = (await short.create(JobSpec(task="old"), max_steps=3)).job_id
         await run_to_end(short, expiring, JobStatus.failed)
-        kept, _ = await long.create(JobSpec(task="new"), max_steps=3)
+        kept = (await long.create(JobSpec(task="new"), max_steps=3)).job_id
         await run_to_end(long, kept, JobStatus.failed)
-        running, _ = await long.create(JobSpec(task="running"), max_steps=3)
+        running = (await long.create(JobSpec(task="running"), max_steps=3)).job_id
         for job_id in (expiring, kept, running):
             artifacts.job(job_id).put("step-001.jpg", b"\xff\xd8\xff jpeg")
         await asyncio.sleep(1.5)  # past the first job's TTL: its record is gone, its folder not yet

@@ -35,7 +35,8 @@ async def test_the_call_recording_the_last_result_completes_the_batch_and_owes_i
     hook = "http://127.0.0.1:9/hook"
     specs = [JobSpec(script=[{"done": {"text": "a"}}], webhook_url=hook), JobSpec(script=[{"done": {"text": "b"}}])]
     batches = BatchStore(store)
-    batch_id, job_ids, _ = await batches.create(specs, [3, 3], webhook_url=hook)
+    made = await batches.create(specs, [3, 3], webhook_url=hook)
+    batch_id, job_ids = made.batch_id, made.job_ids
     await run_to_end(store, job_ids[0])
     assert not (await batches.get(batch_id)).finished  # type: ignore[union-attr]
     await run_to_end(store, job_ids[1], JobStatus.failed)
@@ -51,7 +52,8 @@ async def test_the_call_recording_the_last_result_completes_the_batch_and_owes_i
 
 async def test_a_cancel_of_the_last_queued_job_completes_the_batch(store: JobStore) -> None:
     batches = BatchStore(store)
-    batch_id, job_ids, _ = await batches.create([JobSpec(task="a"), JobSpec(task="b")], [3, 3], webhook_url="http://127.0.0.1:9/h")
+    made = await batches.create([JobSpec(task="a"), JobSpec(task="b")], [3, 3], webhook_url="http://127.0.0.1:9/h")
+    batch_id, job_ids = made.batch_id, made.job_ids
     await run_to_end(store, job_ids[0])
     assert (await store.cancel(job_ids[1]))[0] == "cancelled"
     assert (await batches.get(batch_id)).state == "completed"  # type: ignore[union-attr]
@@ -65,7 +67,7 @@ async def test_expired_records_leave_no_index_entries_after_a_reconciler_pass(re
     try:
         ids = []
         for n in range(5):
-            job_id, _ = await store.create(JobSpec(task=f"t{n}", labels={"customer": "acme"}), max_steps=3)
+            job_id = (await store.create(JobSpec(task=f"t{n}", labels={"customer": "acme"}), max_steps=3)).job_id
             await run_to_end(store, job_id, JobStatus.succeeded if n % 2 else JobStatus.failed)
             ids.append(job_id)
         await BatchStore(store).create([JobSpec(task="x")], [3])
@@ -103,8 +105,9 @@ async def test_a_schedules_expired_jobs_leave_its_index_too(redis: RedisServer) 
     store = JobStore(client, result_ttl=1, keys=keys)
     schedule = new_id()
     try:
-        _, job_ids, _ = await BatchStore(store).create([JobSpec(task="a", labels={"k": "v"}), JobSpec(task="b")],
-                                                       [3, 3], schedule_id=schedule)
+        made = await BatchStore(store).create([JobSpec(task="a", labels={"k": "v"}), JobSpec(task="b")],
+                                              [3, 3], schedule_id=schedule)
+        job_ids = made.job_ids
         assert [j.id for j in (await store.list(schedule=schedule)).jobs] == job_ids[::-1]
         assert (await store.list(schedule=new_id())).jobs == [] and (await store.list(schedule="x:y")).jobs == []
         for job_id in job_ids:

@@ -15,7 +15,7 @@ KEEP = {"keep_session": 30}
 
 async def _kept(store: JobStore, until: float | None = None) -> str:
     """A job whose first run finished with its session kept (until ``until``, default 30 s on)."""
-    job_id, _ = await store.create(JobSpec(task="t", options=KEEP), max_steps=5)
+    job_id = (await store.create(JobSpec(task="t", options=KEEP), max_steps=5)).job_id
     assert (await store.start(job_id, worker="w1", max_attempts=3, stale_after=30)).outcome == "run"
     result = JobResult(status=JobStatus.succeeded, final_answer="one")
     run = RunRecord(run=1, task="t", state=result.status, result=result)
@@ -48,7 +48,7 @@ async def test_a_follow_up_reopens_a_kept_session_once_and_the_worker_pops_it(st
 
 
 async def test_follow_up_refusals(store: JobStore) -> None:
-    plain, _ = await store.create(JobSpec(task="t"), max_steps=5)
+    plain = (await store.create(JobSpec(task="t"), max_steps=5)).job_id
     assert (await store.follow_up(plain, FollowUpRequest(task="x"), fresh_within=10)).outcome == "not_finished"
     await store.start(plain, worker="w", max_attempts=1, stale_after=30)
     await store.finish(plain, 1, JobResult(status=JobStatus.succeeded))
@@ -77,7 +77,7 @@ async def test_a_follow_up_whose_worker_died_fails_worker_lost_instead_of_runnin
 
 
 async def test_pause_is_a_flag_on_a_running_job(store: JobStore) -> None:
-    job_id, _ = await store.create(JobSpec(task="t"), max_steps=5)
+    job_id = (await store.create(JobSpec(task="t"), max_steps=5)).job_id
     assert await store.pause(job_id) == ("not_running", "queued")
     await store.start(job_id, worker="w", max_attempts=1, stale_after=30)
     assert await store.resume(job_id) == ("not_paused", "running")

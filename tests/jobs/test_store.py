@@ -9,7 +9,8 @@ from workers.jobs.store.jobs import JobStore
 
 
 async def test_a_job_runs_once_and_finishes_once(store: JobStore) -> None:
-    job_id, created = await store.create(JobSpec(task="a"), max_steps=3)
+    made = await store.create(JobSpec(task="a"), max_steps=3)
+    job_id, created = made.job_id, made.created
     assert created and (await store.get(job_id)).state == JobStatus.queued  # type: ignore[union-attr]
     claim = await store.start(job_id, worker="w1", max_attempts=2, stale_after=30)
     assert (claim.outcome, claim.attempt) == ("run", 1)
@@ -23,7 +24,7 @@ async def test_a_job_runs_once_and_finishes_once(store: JobStore) -> None:
 
 
 async def test_a_stale_run_loses_the_job_to_the_next_delivery(store: JobStore) -> None:
-    job_id, _ = await store.create(JobSpec(task="a"), max_steps=3)
+    job_id = (await store.create(JobSpec(task="a"), max_steps=3)).job_id
     await store.start(job_id, worker="w1", max_attempts=3, stale_after=30)
     claim = await store.start(job_id, worker="w2", max_attempts=3, stale_after=0)
     assert (claim.outcome, claim.attempt) == ("run", 2)
@@ -33,8 +34,10 @@ async def test_a_stale_run_loses_the_job_to_the_next_delivery(store: JobStore) -
 
 async def test_cancel_before_start_and_idempotency(store: JobStore) -> None:
     spec = JobSpec(task="a", idempotency_key="k1")
-    first, created = await store.create(spec, max_steps=3)
-    again, created_again = await store.create(spec, max_steps=3)
+    made = await store.create(spec, max_steps=3)
+    first, created = made.job_id, made.created
+    made = await store.create(spec, max_steps=3)
+    again, created_again = made.job_id, made.created
     assert (first, created, created_again) == (again, True, False)
     assert await store.cancel(first) == ("cancelled", "cancelled")
     assert await store.cancel(first) == ("finished", "cancelled")
@@ -43,7 +46,7 @@ async def test_cancel_before_start_and_idempotency(store: JobStore) -> None:
 
 
 async def test_listing_is_newest_first_by_state_and_label(store: JobStore) -> None:
-    ids = [(await store.create(JobSpec(task="a", labels={"team": t}), max_steps=1))[0] for t in "xyx"]
+    ids = [(await store.create(JobSpec(task="a", labels={"team": t}), max_steps=1)).job_id for t in "xyx"]
     page = await store.list(labels={"team": "x"}, limit=1)
     assert [j.id for j in page.jobs] == [ids[2]] and page.next_cursor is not None
     rest = await store.list(labels={"team": "x"}, limit=5, cursor=page.next_cursor)

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from cdp import BrowserPool, PoolConfig
 from tests.ops.exposition import Samples, names, parse, scrape, value
 from tests.support.redis_server import RedisServer, free_port
+from workers.instrument import instrument_pool
 from workers.jobs import metrics
 from workers.jobs.model.result import JobResult, StepRecord
 from workers.jobs.model.spec import JobSpec
@@ -68,7 +69,7 @@ async def seed_store(url: str, keys: Keys) -> None:
     node, one record of an older version (no node name); one worker long gone."""
     store = JobStore(connect(url), result_ttl=600, keys=keys)
     spec = JobSpec(script=[{"done": {"text": "ok"}}])
-    ids = [(await store.create(spec, max_steps=5))[0] for _ in range(4)]
+    ids = [(await store.create(spec, max_steps=5)).job_id for _ in range(4)]
     for job_id in ids[:2]:
         claim = await store.start(job_id, worker="w1", max_attempts=3, stale_after=30)
         assert claim.outcome == "run"
@@ -261,7 +262,7 @@ async def test_pool_metrics_follow_a_real_pool(worker_server: str) -> None:
 
     before = await read()
     async with BrowserPool(PoolConfig(browsers=1, warm=1, max_leases=2)) as pool:
-        detach = metrics.instrument_pool(pool)
+        detach = instrument_pool(pool)
         async with pool.lease():
             held = await read()
         await until(lambda: pool.stats().leases_in_use == 0)
@@ -290,7 +291,7 @@ async def test_pool_metrics_follow_a_real_pool(worker_server: str) -> None:
 async def test_every_metric_is_exposed(redis: RedisServer, worker_server: str) -> None:
     """The union of what a worker and the daemon serve holds every metric the issue lists."""
     async with BrowserPool(PoolConfig(browsers=1, warm=1)) as pool:
-        detach = metrics.instrument_pool(pool)
+        detach = instrument_pool(pool)
         async with pool.lease():
             pass
         metrics.observe_job_finished(JobStatus.succeeded, duration=1.0, queue_wait=0.1)

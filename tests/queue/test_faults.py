@@ -104,8 +104,9 @@ def test_jobs_recorded_but_never_published_are_published_by_the_reconciler(deplo
     specs = [JobSpec.model_validate(script_job(site, waits=0, text=f"b{n}")) for n in range(3)]
 
     async def record_only(store: JobStore) -> tuple[str, str]:
-        job_id, _ = await store.create(spec, max_steps=5)  # the API died here, before publishing
-        batch_id, _, _ = await BatchStore(store).create(specs, [5, 5, 5])  # ...and here, mid-submit:
+        job_id = (await store.create(spec, max_steps=5)).job_id  # the API died here, before publishing
+        made = await BatchStore(store).create(specs, [5, 5, 5])  # ...and here, mid-submit:
+        batch_id = made.batch_id
         await store.redis.hincrby(store.keys.batch(batch_id), "total", 2)  # two items never recorded
         return job_id, batch_id
 

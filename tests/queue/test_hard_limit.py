@@ -47,8 +47,8 @@ def test_a_run_that_ignores_its_time_limit_is_abandoned_at_the_hard_limit(redis:
     runtime.start()
     try:
         store = JobStore(connect(redis.url), result_ttl=600)
-        job_id, _ = runtime._call(store.create(JobSpec(task="never ends", start_url="http://127.0.0.1/", timeout=1),
-                                               max_steps=5), 10)
+        job_id = runtime._call(store.create(JobSpec(task="never ends", start_url="http://127.0.0.1/", timeout=1),
+                                            max_steps=5), 10).job_id
         delivered = runtime.run(job_id, hard=4.0)
         assert delivered.outcome == "hard_limit" and delivered.status == "failed"
         job = runtime._call(store.get(job_id), 10)
@@ -82,7 +82,7 @@ def test_a_wait_for_a_browser_counts_against_the_jobs_limit(redis: RedisServer, 
         monkeypatch.setattr(runtime.pool, "acquire", slow_acquire)
         store = JobStore(connect(redis.url), result_ttl=600)
         spec = JobSpec(script=[{"wait": {"seconds": 20}}], timeout=6)
-        job_id, _ = runtime._call(store.create(spec, max_steps=5), 10)
+        job_id = runtime._call(store.create(spec, max_steps=5), 10).job_id
         started = time.monotonic()
         delivered = runtime.run(job_id, hard=11.0)
         took = time.monotonic() - started

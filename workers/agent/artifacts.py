@@ -158,7 +158,8 @@ class ArtifactRecorder:
                 if lines:
                     await self._put(run_name(self.run, f"{kind}.jsonl"), self.secrets.scrub(lines).encode())
         for item in downloads:  # the session's: an earlier run's are stored already
-            if item.state == "completed" and item.path is not None and item.guid not in self.download_links:
+            saved = item.state is cdp.DownloadState.completed and item.path is not None
+            if saved and item.guid not in self.download_links:
                 await self._put_download(item)
         result.artifacts = sorted(self.links, key=lambda link: link.name)
 

@@ -48,6 +48,14 @@ class Target:
     locator: Locator
 
 
+@dataclass(frozen=True)
+class BrowserTab:
+    """A tab of the job's context and the id the model knows it by (stable while it is open)."""
+
+    id: int
+    page: cdp.Page
+
+
 @dataclass
 class PageEvents:
     """What pages did by themselves since the last look: dialogs answered, downloads ended, tabs closed.
@@ -101,12 +109,12 @@ class AgentBrowser:
             self._tab_ids[page.target_id] = len(self._tab_ids)
         return self._tab_ids[page.target_id]
 
-    async def tabs(self) -> list[tuple[int, cdp.Page]]:
+    async def tabs(self) -> list[BrowserTab]:
         """Every open tab with its id, each one under the firewall."""
         pages = await self.lease.pages()
         for page in pages:
             await self._guard(page)
-        return sorted(((self.tab_id(p), p) for p in pages), key=lambda t: t[0])
+        return sorted((BrowserTab(self.tab_id(p), p) for p in pages), key=lambda t: t.id)
 
     async def _guard(self, page: cdp.Page) -> None:
         """A tab's setup before the job uses it: the firewall, then the job's browser settings."""
@@ -115,9 +123,9 @@ class AgentBrowser:
             await self.page_settings.apply(page)
 
     async def tab(self, tab_id: int) -> cdp.Page:
-        for tid, page in await self.tabs():
-            if tid == tab_id:
-                return page
+        for tab in await self.tabs():
+            if tab.id == tab_id:
+                return tab.page
         raise ActionError(f"no tab with id {tab_id}")
 
     async def open_tab(self, url: str) -> cdp.Page:
@@ -138,7 +146,7 @@ class AgentBrowser:
                if info["targetId"] not in known]
         if not new:
             return None
-        pages = {p.target_id: p for _, p in await self.tabs()}
+        pages = {t.page.target_id: t.page for t in await self.tabs()}
         page = pages.get(new[-1])
         if page is None:
             return None
@@ -232,7 +240,7 @@ class AgentBrowser:
             events.notes.append(f"and {len(fresh) - DIALOG_NOTES} more dialogs")
         await self.cancel.run(self.lease.downloads.settle(DOWNLOAD_TIMEOUT), "while a download finishes")
         for item in self.lease.downloads.items:
-            if item.guid not in self._downloads_seen and item.state != "in_progress":
+            if item.guid not in self._downloads_seen and item.state is not cdp.DownloadState.in_progress:
                 self._downloads_seen.add(item.guid)
                 events.notes.append(_download_note(item))
         closed = [(self.tab_id(p), p.closed_for) for p in self.lease.known_pages
@@ -249,7 +257,7 @@ class AgentBrowser:
         """The files this job saved; ``stored`` maps a download's guid to its artifact's API path."""
         stored = stored or {}
         return [DownloadRecord(name=i.name, size=i.size, mime=i.mime, url=i.url, artifact=stored.get(i.guid))
-                for i in self.lease.downloads.items if i.state == "completed"]
+                for i in self.lease.downloads.items if i.state is cdp.DownloadState.completed]
 
     def watch(self, page: cdp.Page | None = None) -> NavigationWatch:
         return NavigationWatch(page or self.page, self.cancel)
@@ -322,7 +330,7 @@ class AgentBrowser:
             raise ElementNotFound(f"{action}: {exc}", action=action,
                                   ambiguous=isinstance(exc, dom.LocatorAmbiguous)) from exc
 
-    async def locate(self, element: Any, action: str) -> tuple[float, float]:
+    async def locate(self, element: Any, action: str) -> dom.Point:
         try:
             point = await dom.locate(self.page, element)
         except cdp.CDPError as exc:
@@ -349,7 +357,7 @@ def _dialog_note(dialog: cdp.Dialog) -> str:
 
 def _download_note(item: cdp.Download) -> str:
     name = _untrusted(item.name, 120)
-    if item.state == "completed":
+    if item.state is cdp.DownloadState.completed:
         return f"downloaded the file {name} ({item.size} bytes, {item.mime})"
     return f"the download of {name} from {dom.neutralize(item.url)} was refused: {item.reason}"
 

@@ -26,11 +26,13 @@ from workers.agent.errors import (
     TaskNotDone,
 )
 from workers.agent.events import Actor, ExecutionState
-from workers.agent.llm import LLMReply
+from workers.agent.llm import Answer, LLMReply
 from workers.agent.memory import summarize
 from workers.agent.messages import MessageManager
 from workers.agent.navigator import (
+    ActionReport,
     NavigatorOutput,
+    ListedTab,
     format_results,
     next_actions,
     reduced_state,
@@ -101,7 +103,7 @@ class AgentLoop:
                  first_step: int = 1) -> None:
         self.ctx, self.log, self.options, self.messages = ctx, log, options, messages
         self.first_step = first_step  # the number of the loop's first step record (after replayed steps)
-        self.results: list[tuple[bool, str]] = []  # the last step's results, shown in the next state
+        self.results: list[ActionReport] = []  # the last step's results, shown in the next state
         self.failures = 0
         self.navigator_done = False
         self.summarized_through = first_step - 1  # the last step a procedural-memory summary covers
@@ -158,7 +160,7 @@ class AgentLoop:
         since the last one (the start URL's dialogs, a timer's alert) noted for the model."""
         page_events = await self.ctx.browser.page_events()
         step.dialogs += page_events.dialogs
-        self.results += [(True, note) for note in page_events.notes]
+        self.results += [ActionReport(True, note) for note in page_events.notes]
         started = time.monotonic()
         state = await self.ctx.browser.capture()
         step.dom_seconds = round(time.monotonic() - started, 4)
@@ -175,7 +177,7 @@ class AgentLoop:
         shot = await look(self.ctx.browser.page, state, self.ctx.secrets)
         step.dom_seconds = round(step.dom_seconds + time.monotonic() - started, 4)
         if shot is None:
-            self.results.append((True, WITHHELD))
+            self.results.append(ActionReport(True, WITHHELD))
         return shot
 
     async def _show(self, step: StepRecord, state: Any, *notes: str, screenshot: bool = True) -> str:
@@ -183,7 +185,7 @@ class AgentLoop:
         ``screenshot`` is False: no model reads it this step); returns its reduced form."""
         browser = self.ctx.browser
         image = await self._look(step, state) if screenshot else None
-        tabs = [(tid, (info := await page.info())["url"], info["title"]) for tid, page in await browser.tabs()]
+        tabs = [ListedTab(t.id, (info := await t.page.info())["url"], info["title"]) for t in await browser.tabs()]
         previous = [*format_results(self.results), *notes]
         self.results = []
         self.messages.set_memory(self.ctx.findings.notes)
@@ -203,13 +205,14 @@ class AgentLoop:
             if await self._plan(step):
                 return True
         try:
-            output, reply = await next_actions(ctx, self.messages, self.options.max_actions_per_step)
+            answer = await next_actions(ctx, self.messages, self.options.max_actions_per_step)
         except LLMOutputError as exc:
             self.messages.reduce_last_state(summary)
-            self.results = [(False, f"Invalid model output: {exc}")]
+            self.results = [ActionReport(False, f"Invalid model output: {exc}")]
             self._failed(step, exc)
             return False
-        self._charge(step, reply, images=self.options.use_vision)
+        output = answer.output
+        self._charge(step, answer.reply, images=self.options.use_vision)
         step.brain = output.brain()  # scrubbed of secrets with the rest of the step (StepLog.add)
         self.messages.reduce_last_state(summary)
         self.messages.add_model_output(output.raw)
@@ -238,12 +241,13 @@ class AgentLoop:
         events = self.ctx.events
         await events.emit(Actor.planner, ExecutionState.STEP_START)
         try:
-            output, reply = await self._ask_planner()
+            answer = await self._ask_planner()
         except LLMOutputError as exc:
             self._failed(step, exc)
             await events.emit(Actor.planner, ExecutionState.STEP_FAIL, str(exc))
             return False
-        self._charge(step, reply, images=self.planner_sees_images)
+        output = answer.output
+        self._charge(step, answer.reply, images=self.planner_sees_images)
         step.plan = output.model_dump(mode="json")
         self.messages.add_plan(step.plan)
         await events.emit(Actor.planner, ExecutionState.STEP_OK, output.observation)
@@ -257,7 +261,7 @@ class AgentLoop:
     def planner_sees_images(self) -> bool:
         return self.options.use_vision_for_planner
 
-    async def _ask_planner(self) -> tuple[PlannerOutput, LLMReply]:
+    async def _ask_planner(self) -> Answer[PlannerOutput]:
         return await plan(self.ctx, self.messages)
 
     def _confirmed(self, output: PlannerOutput) -> bool:
@@ -280,26 +284,26 @@ class AgentLoop:
         """Run the answer's actions in order; returns the failure that stopped them, if any."""
         ctx = self.ctx
         page_seen = ctx.browser.page.target_id
-        for i, (act, params) in enumerate(output.actions):
+        for i, bound in enumerate(output.actions):
             if i > 0:
-                reason = await self._changed(step, act.targets_element(params), url_seen, page_seen)
+                reason = await self._changed(step, bound.action.targets_element(bound.params), url_seen, page_seen)
                 if reason:
-                    self.results.append((True, f"{reason} after action {i}/{len(output.actions)}; "
-                                               f"the remaining {len(output.actions) - i} actions were not run"))
+                    self.results.append(ActionReport(True, f"{reason} after action {i}/{len(output.actions)}; "
+                                                     f"the remaining {len(output.actions) - i} actions were not run"))
                     break
-            outcome = await run_action(ctx, act, params)
-            step.actions.append(outcome.record)
-            step.dialogs += outcome.dialogs
-            step.action_seconds = round(step.action_seconds + outcome.record.seconds, 4)
+            ran = await run_action(ctx, bound.action, bound.params)
+            step.actions.append(ran.record)
+            step.dialogs += ran.dialogs
+            step.action_seconds = round(step.action_seconds + ran.record.seconds, 4)
             self.log.charge(step, ctx.usage.take())
-            if outcome.error is not None:
-                if outcome.error.fatal:
-                    raise outcome.error
-                self.results.append((False, str(outcome.error)))
-                return outcome.error
-            assert outcome.result is not None
-            self.results.append((True, outcome.result.text))
-            if outcome.result.done:
+            if ran.error is not None:
+                if ran.error.fatal:
+                    raise ran.error
+                self.results.append(ActionReport(False, str(ran.error)))
+                return ran.error
+            assert ran.result is not None
+            self.results.append(ActionReport(True, ran.result.text))
+            if ran.result.done:
                 self.navigator_done = True
                 break
         return None

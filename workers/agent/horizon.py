@@ -14,13 +14,12 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from workers.agent.actions import Action, actions_json_schema, parse_action
-from workers.jobs.model.actions import ActionParams
+from workers.agent.actions import BoundAction, actions_json_schema, parse_action
 from workers.agent.errors import LLMOutputError
 from workers.agent.context import JobContext
 from workers.agent.executor import AgentLoop, Options
-from workers.agent.llm import LLMReply, ToolSpec, call_structured
-from workers.agent.navigator import NavigatorOutput
+from workers.agent.llm import Answer, ToolSpec, call_structured
+from workers.agent.navigator import ActionReport, NavigatorOutput
 from workers.agent.messages import MessageManager
 from workers.agent.planner import PlannerOutput, planner_tool
 from workers.agent.prompts import SECURITY_RULES, horizon_system
@@ -58,7 +57,7 @@ class HorizonLoop(AgentLoop):
     def __init__(self, *args: Any, horizon: int) -> None:
         super().__init__(*args)
         self.horizon = horizon
-        self.queue: list[tuple[Action, ActionParams]] = []
+        self.queue: list[BoundAction] = []
         self.planned_on: tuple[str, str] = ("", "")  # (target id, URL) the plan was made on
         self.why = "the task starts"
 
@@ -78,12 +77,12 @@ class HorizonLoop(AgentLoop):
             self.messages.reduce_last_state(summary)
             if step.error is None:
                 self._failed(step, LLMOutputError("the plan has no steps and the task is not done"))
-                self.results = [(False, "the plan has no steps and the task is not done")]
+                self.results = [ActionReport(False, "the plan has no steps and the task is not done")]
             self.why = "the last plan could not be used"
             return False
-        act, params = self.queue.pop(0)
+        next_action = self.queue.pop(0)
         self.messages.reduce_last_state(summary)
-        failed = await self._act(step, NavigatorOutput({}, [(act, params)], {}), state.url)
+        failed = await self._act(step, NavigatorOutput({}, [next_action], {}), state.url)
         if failed is None:
             self.failures = 0
             self.why = "the plan's actions have all run"
@@ -101,7 +100,7 @@ class HorizonLoop(AgentLoop):
     def planner_sees_images(self) -> bool:
         return self.options.screenshots  # no navigator: the planner acts, so use_vision is for it
 
-    async def _ask_planner(self) -> tuple[PlannerOutput, LLMReply]:
+    async def _ask_planner(self) -> Answer[PlannerOutput]:
         ctx = self.ctx
         assert ctx.llms is not None
         history = self.messages.messages(images=self.planner_sees_images)
@@ -118,4 +117,4 @@ class HorizonLoop(AgentLoop):
             raise LLMOutputError(f"invalid plan: {exc}", raw=reply.raw) from None
         self.queue = [] if output.done else steps
         output.next_steps = json.dumps(output.steps[:self.horizon], ensure_ascii=False) if self.queue else ""
-        return output, reply
+        return Answer(output, reply)

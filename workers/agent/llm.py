@@ -15,7 +15,7 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 import openai
@@ -36,6 +36,7 @@ from workers.agent.errors import (
 from workers.agent.provider import build
 from workers.agent.telemetry import SILENT, LlmCall, Telemetry
 from workers.jobs.model.spec import ModelOverrides, RoleModelParams
+from workers.jobs.model.status import LlmOutcome
 
 log = logging.getLogger("browserd.agent.llm")
 
@@ -101,6 +102,28 @@ class LLMReply:
     attempts: int = 1
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """A model's answer as the caller reads it (``output``: a plan, the navigator's actions) and the
+    reply it came in (its tokens and seconds, charged to the step)."""
+
+    output: T
+    reply: LLMReply
+
+
+@dataclass(frozen=True)
+class Classified:
+    """What a failed call means: its typed ``error``, whether retrying may help, and how long the
+    server asked to wait first (its Retry-After)."""
+
+    error: LLMError
+    retryable: bool
+    retry_after: float | None = None
+
+
 @dataclass
 class ToolSpec:
     """The JSON schema the answer must fill, offered to the model as one function."""
@@ -136,20 +159,20 @@ async def call_structured(
         try:
             message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
         except AgentError:
-            telemetry.llm_call(LlmCall(name, "cancelled", time.monotonic() - attempt_started))
+            telemetry.llm_call(LlmCall(name, LlmOutcome.cancelled, time.monotonic() - attempt_started))
             raise
         except Exception as exc:
-            failure, retryable, retry_after = classify(exc, role=role, model=name)
-            telemetry.llm_call(LlmCall(name, outcome(failure, exc), time.monotonic() - attempt_started))
-            if not retryable or attempt + 1 >= retry.attempts:
-                raise failure from exc
-            wait = retry.delay(attempt, retry_after)
-            log.warning("%s call failed (%s); retrying in %.1fs", role, failure, wait)
+            failed = classify(exc, role=role, model=name)
+            telemetry.llm_call(LlmCall(name, outcome(failed.error, exc), time.monotonic() - attempt_started))
+            if not failed.retryable or attempt + 1 >= retry.attempts:
+                raise failed.error from exc
+            wait = retry.delay(attempt, failed.retry_after)
+            log.warning("%s call failed (%s); retrying in %.1fs", role, failed.error, wait)
             await cancel.sleep(wait, f"before retrying the {role} call")
             continue
         reply = _reply(message, tool.name)
         reply.seconds, reply.attempts = time.monotonic() - started, attempt + 1
-        telemetry.llm_call(LlmCall(name, "ok", time.monotonic() - attempt_started, reply.input_tokens,
+        telemetry.llm_call(LlmCall(name, LlmOutcome.ok, time.monotonic() - attempt_started, reply.input_tokens,
                                    reply.output_tokens))
         return reply
     raise AssertionError("unreachable")
@@ -201,7 +224,7 @@ def parse_json_text(text: str) -> dict[str, Any]:
     raise LLMOutputError(f"the answer holds no JSON object: {snippet!r}", raw=text)
 
 
-def classify(exc: BaseException, *, role: str, model: str) -> tuple[LLMError, bool, float | None]:
+def classify(exc: BaseException, *, role: str, model: str) -> Classified:
     """The typed error for a failed call, whether retrying may help, and the server's Retry-After."""
     status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
     status = status if isinstance(status, int) else None
@@ -209,24 +232,24 @@ def classify(exc: BaseException, *, role: str, model: str) -> tuple[LLMError, bo
     kinds: dict[int, type[LLMError]] = {401: LLMAuthError, 403: LLMForbiddenError, 400: LLMBadRequestError,
                                         404: LLMBadRequestError, 422: LLMBadRequestError}
     if status in kinds:
-        return kinds[status](message, role=role, model=model, status=status), False, None
+        return Classified(kinds[status](message, role=role, model=model, status=status), retryable=False)
     retryable = (status is not None and (status == 429 or status >= 500)) or isinstance(
         exc, (openai.APIConnectionError, openai.APITimeoutError, httpx.TransportError, asyncio.TimeoutError)
     )
-    return LLMError(message, role=role, model=model, status=status), retryable, _retry_after(exc)
+    return Classified(LLMError(message, role=role, model=model, status=status), retryable, _retry_after(exc))
 
 
-def outcome(failure: LLMError, exc: BaseException) -> str:
-    """The bounded ``outcome`` label of a failed request."""
+def outcome(failure: LLMError, exc: BaseException) -> LlmOutcome:
+    """How a failed request ended, for the telemetry."""
     if isinstance(failure, (LLMAuthError, LLMForbiddenError)):
-        return "auth"
+        return LlmOutcome.auth
     if isinstance(failure, LLMBadRequestError):
-        return "bad_request"
+        return LlmOutcome.bad_request
     if failure.status == 429:
-        return "rate_limited"
+        return LlmOutcome.rate_limited
     if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError, httpx.TimeoutException)):
-        return "timeout"
-    return "error"
+        return LlmOutcome.timeout
+    return LlmOutcome.error
 
 
 def _retry_after(exc: BaseException) -> float | None:

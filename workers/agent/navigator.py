@@ -8,12 +8,11 @@ from functools import lru_cache
 from typing import Any
 
 import dom
-from workers.agent.actions import Action, actions_json_schema, parse_action
+from workers.agent.actions import BoundAction, actions_json_schema, parse_action
 from workers.agent.context import JobContext
 from workers.agent.errors import LLMOutputError
-from workers.agent.llm import LLMReply, ToolSpec, call_structured
+from workers.agent.llm import Answer, ToolSpec, call_structured
 from workers.agent.messages import MessageManager
-from workers.jobs.model.actions import ActionParams
 from workers.jobs.model.result import NavigatorBrain
 
 
@@ -38,10 +37,27 @@ def navigator_tool() -> ToolSpec:
     )
 
 
+@dataclass(frozen=True)
+class ActionReport:
+    """What one action (or the page by itself) did, for the next state message: its result or error."""
+
+    ok: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class ListedTab:
+    """An open tab as the state message lists it (the page controls its URL and title: untrusted)."""
+
+    id: int
+    url: str
+    title: str
+
+
 @dataclass
 class NavigatorOutput:
     current_state: dict[str, Any]
-    actions: list[tuple[Action, ActionParams]]
+    actions: list[BoundAction]
     raw: dict[str, Any]
 
     def brain(self) -> NavigatorBrain | None:
@@ -52,12 +68,12 @@ class NavigatorOutput:
         return NavigatorBrain(**texts) if any(texts.values()) else None
 
 
-async def next_actions(ctx: JobContext, messages: MessageManager, max_actions: int) -> tuple[NavigatorOutput, LLMReply]:
+async def next_actions(ctx: JobContext, messages: MessageManager, max_actions: int) -> Answer[NavigatorOutput]:
     assert ctx.llms is not None
     history = messages.messages(images=ctx.spec.options.use_vision)
     reply = await call_structured(ctx.llms.for_role("navigator"), history, navigator_tool(), role="navigator",
                                   cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
-    return parse_output(reply.data, max_actions), reply
+    return Answer(parse_output(reply.data, max_actions), reply)
 
 
 def parse_output(data: dict[str, Any], max_actions: int) -> NavigatorOutput:
@@ -79,7 +95,7 @@ def _text(value: Any) -> str:
     return "" if value is None else value if isinstance(value, str) else str(value)
 
 
-def state_message(state: Any, tabs: list[tuple[int, str, str]], current_tab: int, step: int, max_steps: int,
+def state_message(state: Any, tabs: list[ListedTab], current_tab: int, step: int, max_steps: int,
                   results: list[str]) -> str:
     """Nanobrowser's browser-state message: tabs, elements, step, and the previous actions' results.
 
@@ -95,11 +111,11 @@ def state_message(state: Any, tabs: list[tuple[int, str, str]], current_tab: int
     ])
 
 
-def page_view(state: Any, tabs: list[tuple[int, str, str]], current_tab: int, results: list[str]) -> str:
+def page_view(state: Any, tabs: list[ListedTab], current_tab: int, results: list[str]) -> str:
     """The page part of the state message, neutralized but not yet wrapped: the tabs, the element
     index and the results' lines (also what an interactive session's ``get_state`` shows)."""
-    current = next((t for t in tabs if t[0] == current_tab), (current_tab, state.url, state.title))
-    others = "\n".join(f"  - {_tab(t)}" for t in tabs if t[0] != current_tab)
+    current = next((t for t in tabs if t.id == current_tab), ListedTab(current_tab, state.url, state.title))
+    others = "\n".join(f"  - {_tab(t)}" for t in tabs if t.id != current_tab)
     return "\n".join([
         f"Current tab: {_tab(current)}",
         "Other available tabs:",
@@ -110,14 +126,15 @@ def page_view(state: Any, tabs: list[tuple[int, str, str]], current_tab: int, re
     ])
 
 
-def _tab(tab: tuple[int, str, str]) -> str:
-    return f"{{id: {tab[0]}, url: {dom.neutralize(tab[1])}, title: {dom.neutralize(tab[2])}}}"
+def _tab(tab: ListedTab) -> str:
+    return f"{{id: {tab.id}, url: {dom.neutralize(tab.url)}, title: {dom.neutralize(tab.title)}}}"
 
 
-def format_results(results: list[tuple[bool, str]]) -> list[str]:
+def format_results(results: list[ActionReport]) -> list[str]:
     """``Action result i/n: …`` / ``Action error i/n: …`` lines (errors only by their last line)."""
     lines = []
-    for i, (ok, text) in enumerate(results, start=1):
+    for i, report in enumerate(results, start=1):
+        ok, text = report.ok, report.text
         if ok:
             lines.append(f"Action result {i}/{len(results)}: {text}")
         else:

@@ -67,7 +67,8 @@ async def run_replay(ctx: JobContext, steps: StepLog, plan: ReplayPlan) -> None:
 async def _replay_step(ctx: JobContext, log_: StepLog, plan: ReplayPlan, number: int,
                        step: RecipeStep) -> ReplayMismatch | None:
     """One recipe step as one recorded step; the mismatch that stops the replay, if any."""
-    act, params = parse_action(step.as_action(plan.params), f"recipe step {number}")
+    bound = parse_action(step.as_action(plan.params), f"recipe step {number}")
+    act, params = bound.action, bound.params
     record = StepRecord(step=number, replayed=True)
     events = ctx.events
     events.step, events.replaying = number, True

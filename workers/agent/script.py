@@ -30,7 +30,8 @@ async def run_script(ctx: JobContext, log: StepLog) -> None:
 
 async def _script_step(ctx: JobContext, log: StepLog, number: int, item: Any) -> tuple[StepRecord, bool]:
     """Run one action as one recorded step; returns the step and whether it was ``done``."""
-    act, params = parse_action(item, f"script[{number - 1}]")
+    bound = parse_action(item, f"script[{number - 1}]")
+    act, params = bound.action, bound.params
     step = StepRecord(step=number)
     events = ctx.events
     events.step = number

@@ -24,7 +24,7 @@ from workers.agent.config import AgentConfig
 from workers.agent.context import JobContext
 from workers.agent.errors import AgentError, URLBlocked
 from workers.agent.firewall import Firewall, admit_egress
-from workers.agent.navigator import page_view
+from workers.agent.navigator import ListedTab, page_view
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.browsing import Viewport
 from workers.jobs.sessions.models import Command, ReplyCode, SessionReply, check_args
@@ -87,8 +87,8 @@ class SessionBrowser:
 
     async def act(self, action: dict[str, Any]) -> SessionReply:
         """Run one of the agent's actions; its error, when it fails, is the action's own."""
-        act, params = parse_action(action)
-        outcome = await run_action(self.ctx, act, params)
+        bound = parse_action(action)
+        outcome = await run_action(self.ctx, bound.action, bound.params)
         url = await self.browser.page.url()
         if outcome.error is not None:
             code = ReplyCode.url_blocked if isinstance(outcome.error, URLBlocked) else ReplyCode.action_failed
@@ -98,9 +98,9 @@ class SessionBrowser:
     async def tabs(self) -> list[dict[str, Any]]:
         current = self.browser.tab_id(self.browser.page)
         tabs = []
-        for tab_id, page in await self.browser.tabs():
-            info = await page.info()
-            tabs.append({"id": tab_id, "url": info["url"], "title": info["title"], "current": tab_id == current})
+        for tab in await self.browser.tabs():
+            info = await tab.page.info()
+            tabs.append({"id": tab.id, "url": info["url"], "title": info["title"], "current": tab.id == current})
         return tabs
 
 
@@ -137,7 +137,7 @@ async def _state(s: SessionBrowser, a: dict[str, Any]) -> SessionReply:
     state = await s.browser.capture()
     tabs = await s.tabs()
     current = next(t["id"] for t in tabs if t["current"])
-    view = page_view(state, [(t["id"], t["url"], t["title"]) for t in tabs], current, notes)
+    view = page_view(state, [ListedTab(t["id"], t["url"], t["title"]) for t in tabs], current, notes)
     data = {"url": state.url, "title": state.title, "tabs": tabs, "elements": len(state.elements),
             "state": dom.wrap(view)}
     if a.get("text"):

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workers.jobs.model.status import LlmOutcome
+
 
 @dataclass(frozen=True)
 class LlmCall:
     """One request to a model (each retry is a request of its own)."""
 
     model: str
-    outcome: str  # ok | error | timeout | rate_limited | auth | bad_request | cancelled
+    outcome: LlmOutcome
     seconds: float
     input_tokens: int = 0
     output_tokens: int = 0

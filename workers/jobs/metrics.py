@@ -52,7 +52,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from workers.jobs.model.result import StepRecord
-from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.model.status import FailureCategory, JobStatus, LlmOutcome
 from workers.jobs.queue.names import QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
 from workers.jobs.recipes.models import ReplayOutcome
 from workers.jobs.sessions.models import COMMANDS
@@ -71,8 +71,7 @@ disable_created_metrics()
 # What the queue depth counts: every job queue, and webhook deliveries' own queue.
 DEPTH_QUEUES = (*QUEUES, WEBHOOK_QUEUE, SESSIONS_QUEUE)
 POOL_STATES = ("starting", "ready", "draining")
-RECYCLE_REASONS = ("max_leases", "memory")
-LLM_OUTCOMES = ("ok", "error", "timeout", "rate_limited", "auth", "bad_request", "cancelled")
+LLM_OUTCOMES = tuple(o.value for o in LlmOutcome)
 MODEL_LABELS_MAX = 20
 NO_CATEGORY = "none"
 WEBHOOK_OUTCOMES = ("delivered", "refused", "retrying", "given_up")
@@ -156,8 +155,6 @@ def _init_series() -> None:
         JOBS_TOTAL.labels(state.value, category.value if category else NO_CATEGORY)
     for phase in ("dom", "llm", "action"):
         STEP_SECONDS.labels(phase)
-    for reason in RECYCLE_REASONS:
-        RECYCLES.labels(reason)
     for outcome in WEBHOOK_OUTCOMES:
         WEBHOOKS.labels(outcome)
     for outcome in SCHEDULE_OUTCOMES:
@@ -237,10 +234,12 @@ def observe_replay(steps: dict[str, int], tokens_saved: int) -> None:
         TOKENS_SAVED.inc(tokens_saved)
 
 
-def observe_llm_call(model: str, outcome: str, seconds: float, tokens_in: int = 0, tokens_out: int = 0) -> None:
-    """Once per LLM request (each retry is a request); ``outcome`` is one of ``LLM_OUTCOMES``."""
+def observe_llm_call(model: str, outcome: LlmOutcome | str, seconds: float, tokens_in: int = 0,
+                     tokens_out: int = 0) -> None:
+    """Once per LLM request (each retry is a request); an ``outcome`` that is no ``LlmOutcome`` counts as
+    ``error``, so the label stays bounded."""
     model = _model_label(model or "unknown")
-    LLM_REQUESTS.labels(model, outcome if outcome in LLM_OUTCOMES else "error").inc()
+    LLM_REQUESTS.labels(model, outcome if outcome in LLM_OUTCOMES else LlmOutcome.error.value).inc()
     _observe(LLM_LATENCY.labels(model), seconds)
     for direction, tokens in (("input", tokens_in), ("output", tokens_out)):
         if tokens > 0:
@@ -325,13 +324,9 @@ class PoolCollector(Collector):
         self.pools: list[BrowserPool] = []
 
     def attach(self, pool: BrowserPool) -> Callable[[], None]:
-        """Export ``pool``'s gauges and count its events; returns the function that detaches it."""
-        def listener(event: str, **data: Any) -> None:
-            if pool in self.pools:
-                _on_pool_event(event, **data)
-
+        """Export ``pool``'s gauges; returns the function that detaches it. Its events (leases,
+        crashes, recycles) are counted by whoever listens to them (``workers.instrument``)."""
         self.pools.append(pool)
-        pool.add_listener(listener)
         return lambda: self.pools.remove(pool)
 
     def describe(self) -> Iterator[Metric]:
@@ -380,26 +375,29 @@ def _stats(pool: BrowserPool) -> PoolStats:
     return pool.stats()
 
 
-_POOL_EVENTS: dict[str, Callable[..., None]] = {
-    "lease": lambda wait_seconds, **_: _observe(LEASE_WAIT, wait_seconds),
-    "crash": lambda **_: CRASHES.inc(),
-    "recycle": lambda reason, **_: RECYCLES.labels(reason if reason in RECYCLE_REASONS else "other").inc(),
-}
+def observe_lease_wait(seconds: float) -> None:
+    """Once per lease a pool hands out: how long it waited for a context."""
+    LEASE_WAIT.observe(seconds)
 
 
-def _on_pool_event(event: str, **data: Any) -> None:
-    handler = _POOL_EVENTS.get(event)
-    if handler is not None:
-        handler(**data)
+def observe_browser_crash() -> None:
+    CRASHES.inc()
+
+
+def declare_recycle_reasons(reasons: Iterable[str]) -> None:
+    """Create each recycle reason's series at zero (the pool names its reasons; the kernel does not
+    import the pool), so ``rate()`` works before the first recycle of its kind."""
+    for reason in reasons:
+        RECYCLES.labels(reason)
+
+
+def observe_recycle(reason: str) -> None:
+    """A browser retired on purpose, for ``reason``."""
+    RECYCLES.labels(reason).inc()
 
 
 POOLS = PoolCollector()
 REGISTRY.register(POOLS)
-
-
-def instrument_pool(pool: BrowserPool) -> Callable[[], None]:
-    """Call once after creating a ``cdp.BrowserPool``; call the returned function when closing it."""
-    return POOLS.attach(pool)
 
 
 # --- workers -------------------------------------------------------------------------------
@@ -566,6 +564,14 @@ class _Chain:
             yield from source.collect()
 
 
+@dataclass(frozen=True)
+class Exposition:
+    """The metrics in one format, and the content type that names it."""
+
+    body: bytes
+    content_type: str
+
+
 class MetricsApp:
     """The daemon's ``/metrics`` as an ASGI app: this process's registry plus ``RedisCollector``.
 
@@ -584,10 +590,10 @@ class MetricsApp:
         client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5)
         return cls(client, keys, **kwargs)
 
-    def render(self, accept: str | None = None) -> tuple[bytes, str]:
-        """The exposition in the format ``accept`` asks for (OpenMetrics or text 0.0.4), and its content type."""
+    def render(self, accept: str | None = None) -> Exposition:
+        """The exposition in the format ``accept`` asks for (OpenMetrics or text 0.0.4)."""
         encoder, content_type = choose_encoder(accept or "")
-        return encoder(self.source), content_type  # type: ignore[arg-type]  (it only calls collect())
+        return Exposition(encoder(self.source), content_type)  # type: ignore[arg-type]  (it only calls collect())
 
     async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
         if scope["type"] != "http":
@@ -596,8 +602,8 @@ class MetricsApp:
             await _respond(send, 405, b"method not allowed\n", "text/plain; charset=utf-8")
             return
         accept = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"accept"), None)
-        body, content_type = await asyncio.to_thread(self.render, accept)
-        await _respond(send, 200, body, content_type)
+        shown = await asyncio.to_thread(self.render, accept)
+        await _respond(send, 200, shown.body, shown.content_type)
 
     def close(self) -> None:
         self.client.close()

@@ -34,7 +34,7 @@ from workers.jobs.errors import (
     RunBackstop,
 )
 from workers.jobs.metrics import observe_step
-from workers.jobs.model.record import AGENT_EVENT
+from workers.jobs.model.record import EventType
 from workers.jobs.model.result import JobResult, StepRecord
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import JobStatus
@@ -202,7 +202,7 @@ class Pipeline:
             await feature.step(run, step)
 
     async def _event(self, run: JobRun, event: AgentEvent) -> None:
-        await self.records.event(run.job_id, run.attempt, AGENT_EVENT, event.model_dump_json())
+        await self.records.event(run.job_id, run.attempt, EventType.agent, event.model_dump_json())
 
     async def _conclude(self, run: JobRun, result: JobResult) -> JobResult:
         """Settle, record, after: the result as features shape it, written, then learnt from."""

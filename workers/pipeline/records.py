@@ -30,11 +30,11 @@ from workers.agent import AgentEvent
 from workers.agent.recorder import OnStep
 from workers.jobs.ids import new_id
 from workers.jobs.lifecycle.finishing import Finisher
-from workers.jobs.model.record import AGENT_EVENT
+from workers.jobs.model.record import EventType
 from workers.jobs.model.result import JobResult, RunRecord, StepRecord
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.store.codec import RunFlags
-from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.jobs import JobAttempt, JobStore
 from workers.jobs.store.outcomes import Claim, ClaimOutcome
 from workers.pipeline.run import JobRun
 
@@ -60,7 +60,7 @@ class RunRecords(Protocol):
         """A step (``StepRecord``) or the first command's time; False once the run lost the job."""
         ...
 
-    async def event(self, job_id: str, attempt: int, kind: str, data_json: str) -> bool:
+    async def event(self, job_id: str, attempt: int, kind: EventType, data_json: str) -> bool:
         ...
 
     async def finish(self, run: JobRun, result: JobResult) -> bool:
@@ -104,7 +104,7 @@ class StoreRecords:
         return await self.store.progress(job_id, attempt, step=step,
                                          first_command_at=first_command_at)
 
-    async def event(self, job_id: str, attempt: int, kind: str, data_json: str) -> bool:
+    async def event(self, job_id: str, attempt: int, kind: EventType, data_json: str) -> bool:
         return await self.store.event(job_id, attempt, kind, data_json)
 
     async def finish(self, run: JobRun, result: JobResult) -> bool:
@@ -140,7 +140,7 @@ class StoreRecords:
                                        session_closed=run.keep.closed)
 
     async def heartbeat(self, runs: Iterable[JobRun]) -> None:
-        running = [(run.job_id, run.attempt) for run in runs]
+        running = [JobAttempt(run.job_id, run.attempt) for run in runs]
         if running:
             await self.store.heartbeat_many(running)
 
@@ -184,8 +184,8 @@ class LocalRecords:
             await self.on_step(step)
         return True
 
-    async def event(self, job_id: str, attempt: int, kind: str, data_json: str) -> bool:
-        if kind == AGENT_EVENT and self.on_event is not None:
+    async def event(self, job_id: str, attempt: int, kind: EventType, data_json: str) -> bool:
+        if kind is EventType.agent and self.on_event is not None:
             await self.on_event(AgentEvent.model_validate_json(data_json))
         return True
 

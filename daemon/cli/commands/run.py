@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from config import load_settings, setup_logging
 from workers.jobs.model.actions import validate_script
 from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import JobStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.model_dump_json(indent=2))
     else:
         _print(result)
-    return 0 if result.status == "succeeded" else 1
+    return 0 if result.status is JobStatus.succeeded else 1
 
 
 def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:

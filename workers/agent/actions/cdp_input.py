@@ -44,7 +44,7 @@ async def insert_text(session: cdp.CDPSession, text: str) -> None:
     await session.send("Input.insertText", {"text": text})
 
 
-def parse_combo(combo: str) -> tuple[int, tuple[str, str, int, str]] | None:
+def _parse_combo(combo: str) -> tuple[int, tuple[str, str, int, str]] | None:
     """``Control+a`` -> (modifier bits, key description); None if it is not a key name."""
     *mods, key = combo.split("+") if combo != "+" else ["+"]
     bits = 0
@@ -63,7 +63,7 @@ def parse_combo(combo: str) -> tuple[int, tuple[str, str, int, str]] | None:
 
 
 async def press(session: cdp.CDPSession, combo: str) -> None:
-    parsed = parse_combo(combo)
+    parsed = _parse_combo(combo)
     if parsed is None:
         raise ActionError(f"unknown key {combo!r}", action="send_keys")
     bits, (key, code, vk, text) = parsed
@@ -81,7 +81,7 @@ async def press(session: cdp.CDPSession, combo: str) -> None:
 async def send_keys(session: cdp.CDPSession, keys: str) -> str:
     """Press key names/combos separated by spaces; anything else is typed as text."""
     tokens = keys.split()
-    if tokens and all(parse_combo(t) is not None and (len(t) > 1 or len(tokens) == 1) for t in tokens):
+    if tokens and all(_parse_combo(t) is not None and (len(t) > 1 or len(tokens) == 1) for t in tokens):
         for token in tokens:
             await press(session, token)
         return "pressed " + " ".join(tokens)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import dom
 from workers.agent.actions.cdp_input import call_on_element, click_at, node_ids, press
 from workers.agent.context import JobContext
 from workers.agent.errors import ActionError
@@ -88,9 +89,9 @@ async def native_select(element: Any, text: str) -> dict[str, Any]:
     return await call_on_element(element, NATIVE_SELECT_JS, text)
 
 
-async def aria_keys(element: Any) -> set[tuple[str, int]]:
+async def _aria_keys(element: Any) -> set[dom.NodeKey]:
     """The index keys (frame, backend node) of the element's ARIA options, shown or not."""
-    return {(element.frame_id, node) for node in await node_ids(element, ARIA_OPTIONS_JS)}
+    return {dom.NodeKey(element.frame_id, node) for node in await node_ids(element, ARIA_OPTIONS_JS)}
 
 
 async def shown(element: Any) -> str:
@@ -98,31 +99,40 @@ async def shown(element: Any) -> str:
     return str(await call_on_element(element, SHOWN_JS) or "")
 
 
-async def options(ctx: JobContext, element: Any, action: str) -> tuple[list[Option], bool]:
+@dataclass(frozen=True)
+class Offered:
+    """A dropdown's options as the index offers them, and whether reading them opened it (then it
+    is closed again unless one is picked)."""
+
+    options: list[Option]
+    opened: bool
+
+
+async def options(ctx: JobContext, element: Any, action: str) -> Offered:
     """The options the index offers for ``element``, opening it with a click if none shows; and
     whether this call opened it. A click that closed an already open custom menu is repeated."""
     browser = ctx.browser
-    keys = await aria_keys(element)
+    keys = await _aria_keys(element)
     state = await browser.state()
     offered = [el for el in state.elements.values() if el.key in keys]
     if offered:
-        return _named(offered), False
+        return Offered(_named(offered), opened=False)
     for _ in range(2):
         before = {el.key for el in state.elements.values()}
         await _click(ctx, element, action)
         state = await browser.capture()
         after = {el.key for el in state.elements.values()}
         if element.key not in after:  # it navigated, or went away: no dropdown of ours
-            return [], True
-        keys = await aria_keys(element)  # many widgets render their options only when opened
+            return Offered([], opened=True)
+        keys = await _aria_keys(element)  # many widgets render their options only when opened
         offered = [el for el in state.elements.values() if el.key in keys]
         if not keys:  # no ARIA: what appeared when it opened
             offered = [el for el in state.elements.values() if el.key not in before]
         if _named(offered):
-            return _named(offered), True
+            return Offered(_named(offered), opened=True)
         if not before - after:  # nothing closed either: not a menu that was open, so no second click
             break
-    return [], True
+    return Offered([], opened=True)
 
 
 def _named(elements: list[Any]) -> list[Option]:
@@ -157,9 +167,9 @@ async def close(ctx: JobContext, element: Any, found: list[Option]) -> None:
 
 async def _click(ctx: JobContext, element: Any, action: str) -> None:
     browser = ctx.browser
-    x, y = await browser.locate(element, action)
+    point = await browser.locate(element, action)
     async with browser.watch() as watch:
-        await click_at(browser.page.session, x, y)
+        await click_at(browser.page.session, point.x, point.y)
         await watch.settle()
     browser.invalidate()
 

@@ -49,10 +49,10 @@ def describe(index: int, element: Any) -> str:
 async def click_element(ctx: JobContext, p: ClickElement) -> ActionResult:
     browser = ctx.browser
     element = await browser.target(p, "click_element")
-    x, y = await browser.locate(element, "click_element")
+    point = await browser.locate(element, "click_element")
     known = browser.known_tabs()
     async with browser.watch() as watch:
-        await click_at(browser.page.session, x, y)
+        await click_at(browser.page.session, point.x, point.y)
         await watch.settle()
     browser.invalidate()
     result = f"clicked {describe(element.index, element)}"
@@ -66,8 +66,8 @@ async def click_element(ctx: JobContext, p: ClickElement) -> ActionResult:
 async def input_text(ctx: JobContext, p: InputText) -> ActionResult:
     browser = ctx.browser
     element = await browser.target(p, "input_text")
-    x, y = await browser.locate(element, "input_text")
-    await click_at(browser.page.session, x, y)
+    point = await browser.locate(element, "input_text")
+    await click_at(browser.page.session, point.x, point.y)
     previous = await call_on_element(element, SELECT_CONTENT_JS)
     if p.text:
         await insert_text(element.session, ctx.secrets.fill(p.text, "input_text"))  # the record keeps the placeholder
@@ -85,7 +85,8 @@ async def get_dropdown_options(ctx: JobContext, p: GetDropdownOptions) -> Action
         texts = await dropdowns.native_options(element)
         lines = "\n".join(f"{i}: text={t!r}" for i, t in enumerate(texts))
     else:
-        found, opened = await dropdowns.options(ctx, element, "get_dropdown_options")
+        offered = await dropdowns.options(ctx, element, "get_dropdown_options")
+        found, opened = offered.options, offered.opened
         if opened and found:
             await dropdowns.close(ctx, element, found)
         if not found:
@@ -102,7 +103,8 @@ async def select_dropdown_option(ctx: JobContext, p: SelectDropdownOption) -> Ac
     element = await browser.target(p, "select_dropdown_option")
     if await dropdowns.is_native(element):
         return await _select_native(ctx, p, element)
-    found, opened = await dropdowns.options(ctx, element, "select_dropdown_option")
+    offered = await dropdowns.options(ctx, element, "select_dropdown_option")
+    found, opened = offered.options, offered.opened
     option = dropdowns.pick(found, p.text)
     if option is None:
         if opened and found:

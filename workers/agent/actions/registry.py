@@ -57,10 +57,18 @@ def action(name: str, params: type[ActionParams], description: str) -> Callable[
     return register
 
 
-def parse_action(item: Any, where: str = "action") -> tuple[Action, ActionParams]:
+@dataclass(frozen=True)
+class BoundAction:
+    """An action to run: the registered action and its validated parameters."""
+
+    action: Action
+    params: ActionParams
+
+
+def parse_action(item: Any, where: str = "action") -> BoundAction:
     """``{"name": {params}}`` -> the action and its validated params; ValueError names what is wrong."""
-    name, params = parse_params(item, where)
-    return ACTIONS[name], params
+    parsed = parse_params(item, where)
+    return BoundAction(ACTIONS[parsed.name], parsed.params)
 
 
 def actions_json_schema() -> dict[str, Any]:

@@ -15,7 +15,7 @@ from workers.jobs.model.result import ActionRecord, DialogRecord
 
 
 @dataclass
-class Outcome:
+class ActionOutcome:
     """An action's record, either its result or the error it failed with, and the dialogs it met."""
 
     record: ActionRecord
@@ -24,7 +24,7 @@ class Outcome:
     dialogs: list[DialogRecord] = field(default_factory=list)
 
 
-async def run_action(ctx: JobContext, act: Action, params: ActionParams) -> Outcome:
+async def run_action(ctx: JobContext, act: Action, params: ActionParams) -> ActionOutcome:
     """Run ``act``; failures come back in the outcome (only a dead or stopped browser propagates).
 
     ``outcome.error.fatal`` says whether the failure ends the job (blocked URL, cancel, LLM auth).
@@ -43,7 +43,7 @@ async def run_action(ctx: JobContext, act: Action, params: ActionParams) -> Outc
     return outcome
 
 
-async def _run(ctx: JobContext, act: Action, params: ActionParams) -> Outcome:
+async def _run(ctx: JobContext, act: Action, params: ActionParams) -> ActionOutcome:
     record = ActionRecord(name=act.name, params=params.model_dump(exclude_none=True))
     started = time.monotonic()
     ctx.browser.target_of_action = None
@@ -66,7 +66,7 @@ async def _run(ctx: JobContext, act: Action, params: ActionParams) -> Outcome:
         if notes:
             result.text += " (" + "; ".join(notes) + ")"
         record.result = result.text = ctx.secrets.scrub(result.text)
-        return Outcome(record, result, dialogs=events.dialogs)
+        return ActionOutcome(record, result, dialogs=events.dialogs)
     finally:
         record.seconds = round(time.monotonic() - started, 4)
 
@@ -79,11 +79,11 @@ def _note_target(ctx: JobContext, record: ActionRecord) -> None:
         ctx.browser.target_of_action = None
 
 
-async def _failed(ctx: JobContext, record: ActionRecord, exc: AgentError) -> Outcome:
+async def _failed(ctx: JobContext, record: ActionRecord, exc: AgentError) -> ActionOutcome:
     events = await ctx.browser.page_events()
     if events.notes and not exc.fatal:
         # The model reads an error's last line only: the notes go on it.
         exc = ActionError(f"{exc} ({'; '.join(events.notes)})", action=getattr(exc, "action", ""))
     record.ok = False
     record.error = ctx.secrets.scrub(str(exc))
-    return Outcome(record, None, exc, dialogs=events.dialogs)
+    return ActionOutcome(record, None, exc, dialogs=events.dialogs)

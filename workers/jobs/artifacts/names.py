@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mimetypes
 import re
+from dataclasses import dataclass
 
 from workers.jobs.errors import JobsError
 from workers.jobs.model.result import ArtifactLink
@@ -80,12 +81,20 @@ def is_screenshot(name: str) -> bool:
     return SCREENSHOT.fullmatch(name) is not None
 
 
-def by_run(links: list[ArtifactLink]) -> list[tuple[int, list[ArtifactLink]]]:
+@dataclass(frozen=True)
+class RunArtifacts:
+    """The files one run of a job left (1: its own task; 2, 3...: follow-ups)."""
+
+    run: int
+    links: list[ArtifactLink]
+
+
+def by_run(links: list[ArtifactLink]) -> list[RunArtifacts]:
     """``links`` grouped by the run that left them, first run first (a console shows each under its run)."""
     runs: dict[int, list[ArtifactLink]] = {}
     for link in links:
         runs.setdefault(link.run, []).append(link)
-    return sorted(runs.items())
+    return [RunArtifacts(run, found) for run, found in sorted(runs.items())]
 
 
 def link_path(job_id: str, name: str) -> str:

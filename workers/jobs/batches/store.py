@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from workers.jobs.artifacts.names import ArtifactError, offloaded_name
 from workers.jobs.batches.models import BatchCounts, BatchRecord, BatchState, ResultLine
@@ -44,7 +45,8 @@ CREATE_CHUNK = 500  # jobs created per script call (keeps each call to a few mil
 EXPIRED = "the job record expired (BROWSERD_RESULT_TTL)"
 
 
-class BatchCreated(NamedTuple):
+@dataclass(frozen=True)
+class BatchCreated:
     """What ``BatchStore.create`` recorded: the batch, its job ids in order, and which of them are new
     (False: an idempotency key named an existing job, which is neither counted nor awaited)."""
 

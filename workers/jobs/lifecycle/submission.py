@@ -29,15 +29,16 @@ async def submit_job(store: JobStore, spec: JobSpec, settings: Settings) -> Crea
 
     Raises ``QueueUnavailable`` (the job was cancelled) when its message cannot be published.
     """
-    job_id, created = await store.create(spec, max_steps=max_steps_of(spec, settings))
-    if created:
+    made = await store.create(spec, max_steps=max_steps_of(spec, settings))
+    job_id = made.job_id
+    if made.created:
         try:
             await asyncio.to_thread(send_job, job_id, spec.priority, spec.timeout or settings.job_timeout)
         except Exception as exc:
             log.error("could not queue job %s: %s", job_id, exc)
             await store.cancel(job_id)
             raise QueueUnavailable(str(exc)) from exc
-    return Created(job_id, created)
+    return made
 
 
 async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings, *,
@@ -45,7 +46,8 @@ async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings
     """Queue checked specs as one batch; returns its record (already counting its queued jobs)."""
     batches = BatchStore(store)
     steps = [max_steps_of(spec, settings) for spec in specs]
-    batch_id, job_ids, created = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url)
+    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url)
+    batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
     outgoing = [
         Outgoing(job_id, spec.priority, spec.timeout or settings.job_timeout)
         for job_id, spec, new in zip(job_ids, specs, created)

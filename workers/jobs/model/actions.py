@@ -10,6 +10,7 @@ executor per name in ``ACTION_PARAMS`` (``workers.agent.actions.registry``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -264,8 +265,16 @@ ACTION_PARAMS: dict[str, type[ActionParams]] = {
 """Every action a navigator or a script may name, with its parameters."""
 
 
-def parse_action(item: Any, where: str = "action") -> tuple[str, ActionParams]:
-    """``{"name": {params}}`` -> (name, validated params); ValueError names what is wrong."""
+@dataclass(frozen=True)
+class ParsedAction:
+    """One action of a script (or a model's answer) read: its name and its validated parameters."""
+
+    name: str
+    params: ActionParams
+
+
+def parse_action(item: Any, where: str = "action") -> ParsedAction:
+    """``{"name": {params}}`` -> its name and validated params; ValueError names what is wrong."""
     if not isinstance(item, dict) or len(item) != 1:
         raise ValueError(f"{where}: must be an object with exactly one action name, like {{\"click_element\": {{...}}}}")
     name, raw = next(iter(item.items()))
@@ -277,7 +286,7 @@ def parse_action(item: Any, where: str = "action") -> tuple[str, ActionParams]:
     except ValidationError as exc:
         problems = "; ".join(_problem(e) for e in exc.errors())
         raise ValueError(f"{where}.{name}: {problems}") from None
-    return name, params
+    return ParsedAction(name, params)
 
 
 def _problem(error: Any) -> str:
@@ -299,8 +308,8 @@ def validate_script(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
         raise ValueError("script: must be a non-empty list of actions")
     normalised = []
     for i, item in enumerate(script):
-        name, params = parse_action(item, f"script[{i}]")
-        normalised.append({name: params.model_dump(exclude_none=True)})
+        parsed = parse_action(item, f"script[{i}]")
+        normalised.append({parsed.name: parsed.params.model_dump(exclude_none=True)})
     return normalised
 
 

@@ -7,6 +7,7 @@ Pure pydantic: how these are kept in Redis is the store's business (``store.code
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -58,14 +59,22 @@ class JobRecord(BaseModel):
     seq: int = Field(0, description="Creation order; listing cursors refer to it.")
 
 
-AGENT_EVENT = "agent"
-"""Stream entries of the agent's execution events (Nanobrowser's actor x state model), next to
-the ``state``, ``step`` and ``cancel_requested`` entries; SSE sends them as ``event: agent``."""
+class EventType(StrEnum):
+    """What one entry of a job's event stream is (SSE sends it as ``event:``). The store's scripts
+    write ``state``, ``step``, the owner's requests and ``session``; the pipeline the other two."""
 
-POLITENESS_EVENT = "politeness"
-"""Stream entries of a job's politeness waits and refusals (``workers.politeness``): ``data`` has
-``kind`` (``slot`` | ``navigation`` | ``robots``), ``state`` (``waiting`` | ``acquired`` |
-``refused``), the ``domain`` (or ``url``) and what it waited; SSE sends them as ``event: politeness``."""
+    state = "state"  # a state change: data has the state, attempt, run, worker, category
+    step = "step"  # a step ended: data is its StepRecord
+    cancel_requested = "cancel_requested"
+    pause_requested = "pause_requested"
+    resume_requested = "resume_requested"
+    session = "session"  # the kept session closed: data has why
+    # the agent's execution events (Nanobrowser's actor x state model)
+    agent = "agent"
+    # a job's politeness waits and refusals (``workers.politeness``): data has ``kind`` (slot | navigation |
+    # robots), ``state`` (waiting | acquired | refused), the ``domain`` (or ``url``) and what it waited
+    politeness = "politeness"
+    end = "end"  # closes a followed stream: the job (its last run) ended; never stored
 
 
 class SubmittedJob(JobRecord):
@@ -98,4 +107,4 @@ class JobEvent(BaseModel):
 
     @property
     def final(self) -> bool:
-        return self.type == "state" and JobStatus(self.data.get("state", "queued")).finished
+        return self.type == EventType.state and JobStatus(self.data.get("state", "queued")).finished

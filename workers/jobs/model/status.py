@@ -69,6 +69,19 @@ class Outcome(StrEnum):
         return None if self is Outcome.complete else FailureCategory(self.value)
 
 
+class LlmOutcome(StrEnum):
+    """How one request to a model ended (each retry is a request of its own): the agent's telemetry
+    reports it, the ``outcome`` label of ``browserd_llm_requests`` counts it."""
+
+    ok = "ok"
+    error = "error"
+    timeout = "timeout"
+    rate_limited = "rate_limited"
+    auth = "auth"
+    bad_request = "bad_request"
+    cancelled = "cancelled"
+
+
 class Priority(StrEnum):
     high = "high"
     normal = "normal"

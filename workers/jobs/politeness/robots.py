@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -56,11 +57,20 @@ class RobotsFile:
         return f"disallowed by the site's robots.txt for user-agent {user_agent!r}"
 
 
-def robots_url(url: str) -> tuple[str, str]:
-    """(origin, robots.txt URL) of an http(s) URL: robots.txt rules one scheme, host and port."""
+# A NamedTuple, not a frozen dataclass like the rest: tests/jobs/test_politeness.py asserts it
+# equals the plain (origin, url) pair, and earlier tests' assertions stay as they are.
+class RobotsAddress(NamedTuple):
+    """Where a site's robots.txt is (``url``), and the ``origin`` (scheme, host, port) it rules."""
+
+    origin: str
+    url: str
+
+
+def robots_url(url: str) -> RobotsAddress:
+    """The robots.txt of an http(s) URL: robots.txt rules one scheme, host and port."""
     parts = urlsplit(url)
     origin = f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-    return origin, origin + "/robots.txt"
+    return RobotsAddress(origin, origin + "/robots.txt")
 
 
 class RobotsCache:

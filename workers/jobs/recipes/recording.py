@@ -23,7 +23,7 @@ own data), ``cache_content`` the recorded run's notes."""
 READS = frozenset({"extract_fields", "extract_content", "get_dropdown_options", "cache_content"})
 
 
-def typed_values(steps: list[StepRecord]) -> list[tuple[str, dict[str, Any]]]:
+def _typed_values(steps: list[StepRecord]) -> list[tuple[str, dict[str, Any]]]:
     """(text, locator) of every ``input_text`` the run did, in order."""
     found = []
     for step in steps:
@@ -39,7 +39,7 @@ def infer_params(task: str, steps: list[StepRecord]) -> dict[str, str]:
     (``Search for blue mug`` typed ``blue mug``), so that the next task with other words replays."""
     quoted = {next(g for g in m.groups() if g) for m in QUOTED.finditer(task)}
     params: dict[str, str] = {}
-    for text, locator in typed_values(steps):
+    for text, locator in _typed_values(steps):
         if text in params.values() or "<secret>" in text:
             continue
         if text not in quoted and not _spelled_once(text, task):
@@ -69,7 +69,7 @@ def _param_name(locator: dict[str, Any], number: int) -> str:
 
 def check_named_params(params: dict[str, str], task: str, steps: list[StepRecord]) -> None:
     """A parameter the user named must be a value the job typed (or a part of its task)."""
-    typed = [text for text, _ in typed_values(steps)]
+    typed = [text for text, _ in _typed_values(steps)]
     for name, value in params.items():
         if not value or not any(value in text for text in typed) and value not in task:
             raise SpecError.at(f"params.{name}", f"{value!r} is not a value this job typed or a part of its task; "

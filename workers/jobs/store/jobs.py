@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import redis.asyncio as aioredis
 
 from workers.jobs.ids import is_id, new_id
-from workers.jobs.model.record import JobEvent, JobRecord
+from workers.jobs.model.record import EventType, JobEvent, JobRecord
 from workers.jobs.model.result import JobResult, RunRecord, StepRecord
 from workers.jobs.model.spec import FollowUpRequest, JobSpec
 from workers.jobs.model.status import JobStatus
@@ -54,7 +54,16 @@ class FollowUp:
     close: bool = False
 
 
-class Created(NamedTuple):
+@dataclass(frozen=True)
+class JobAttempt:
+    """A job and the attempt that owns it now: what fences every write of a run."""
+
+    job_id: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Created:
     """What ``JobStore.create`` did: the job's id, and False when an idempotency key named an existing job."""
 
     job_id: str
@@ -129,16 +138,16 @@ class JobStore:
         )
         return bool(await self._progress(keys=[], args=args))
 
-    async def event(self, job_id: str, attempt: int, kind: str, data_json: str) -> bool:
+    async def event(self, job_id: str, attempt: int, kind: EventType, data_json: str) -> bool:
         """Append an event the run reports (``agent``: Nanobrowser's execution events) to the job's
         stream; False once the run no longer owns the job."""
-        return bool(await self._event(keys=[], args=self._argv(job_id, attempt, kind, data_json)))
+        return bool(await self._event(keys=[], args=self._argv(job_id, attempt, kind.value, data_json)))
 
-    async def heartbeat_many(self, runs: Iterable[tuple[str, int]]) -> None:
+    async def heartbeat_many(self, runs: Iterable[JobAttempt]) -> None:
         """One round trip refreshing every running job of a worker."""
         async with self.redis.pipeline(transaction=False) as pipe:
-            for job_id, attempt in runs:
-                await self._progress(keys=[], args=self._argv(job_id, attempt, "", "", ""), client=pipe)
+            for run in runs:
+                await self._progress(keys=[], args=self._argv(run.job_id, run.attempt, "", "", ""), client=pipe)
             await pipe.execute()
 
     async def finish(self, job_id: str, attempt: int, result: JobResult, *, run: RunRecord | None = None,
@@ -183,11 +192,11 @@ class JobStore:
         """Close an idle kept session; False when a follow-up is waiting (run it) or the run lost the job."""
         return bool(await self._end_session(keys=[], args=self._argv(job_id, attempt, reason)))
 
-    async def session_beats(self, sessions: Iterable[tuple[str, int]]) -> None:
+    async def session_beats(self, sessions: Iterable[JobAttempt]) -> None:
         """One round trip refreshing the heartbeat of every idle session a worker holds."""
         async with self.redis.pipeline(transaction=False) as pipe:
-            for job_id, attempt in sessions:
-                await self._session_beat(keys=[], args=self._argv(job_id, attempt), client=pipe)
+            for held in sessions:
+                await self._session_beat(keys=[], args=self._argv(held.job_id, held.attempt), client=pipe)
             await pipe.execute()
 
     async def pause(self, job_id: str) -> PauseResult:

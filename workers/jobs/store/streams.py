@@ -14,14 +14,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from workers.jobs.model.record import JobEvent
+from workers.jobs.model.record import EventType, JobEvent
 from workers.jobs.store.jobs import JobStore
 
 SSE_BLOCK_MS = 5000  # longest silence on an event stream before a keep-alive comment (< store.SOCKET_TIMEOUT)
 REDIS_RETRY_SECONDS = 1.0
 
 log = logging.getLogger("browserd.api")
-END = "event: end\ndata: {}\n\n"
+END = f"event: {EventType.end}\ndata: {{}}\n\n"
 
 
 def sse_event(event: JobEvent) -> str:

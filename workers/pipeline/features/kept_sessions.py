@@ -25,7 +25,7 @@ from config import bind
 from workers.agent.failures import SESSION_ENDERS
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.status import JobStatus
-from workers.jobs.store.jobs import FollowUp, JobStore
+from workers.jobs.store.jobs import FollowUp, JobAttempt, JobStore
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun, Keep
 
@@ -107,7 +107,7 @@ class KeptSessions(Feature):
     async def beat(self) -> None:
         """Refresh the heartbeat of every idle session this process holds, in one round trip."""
         if self.idle and self.services.store is not None:
-            await self.services.store.session_beats([(r.job_id, r.attempt) for r in self.idle.values()])
+            await self.services.store.session_beats([JobAttempt(r.job_id, r.attempt) for r in self.idle.values()])
 
     def report(self) -> dict[str, int]:
         return {"sessions": len(self.sessions)}  # kept for follow-ups (each holds a browser context)

@@ -33,7 +33,7 @@ import httpx
 import cdp
 from workers.agent import URLBlocked
 from workers.jobs.metrics import politeness_waiting
-from workers.jobs.model.record import POLITENESS_EVENT
+from workers.jobs.model.record import EventType
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.politeness.domains import job_domain, url_domain
 from workers.jobs.politeness.options import PolitenessLimits, limits_for
@@ -127,7 +127,7 @@ class Politeness(Feature):
         self.held: dict[str, HeldSlot] = {}  # job id -> its slot
 
     async def event(self, run: JobRun, **data: Any) -> None:
-        await self.services.records.event(run.job_id, run.attempt, POLITENESS_EVENT, json.dumps(data))
+        await self.services.records.event(run.job_id, run.attempt, EventType.politeness, json.dumps(data))
 
     def hold(self, run: JobRun) -> contextlib.AbstractAsyncContextManager[object] | None:
         limits = limits_for(run.spec.politeness, self.settings, refuse=False)
@@ -211,11 +211,11 @@ class JobGate:
             await asyncio.sleep(wait)
 
     async def _check_robots(self, url: str) -> None:
-        origin, address = robots_url(url)
-        found = await self.politeness.robots.get(origin)
+        robots = robots_url(url)
+        found = await self.politeness.robots.get(robots.origin)
         if found is None:
-            found = await self._fetch(url, address)
-            await self.politeness.robots.put(origin, found)
+            found = await self._fetch(url, robots.url)
+            await self.politeness.robots.put(robots.origin, found)
         reason = found.refusal(url, self.politeness.settings.robots_user_agent)
         if reason is not None:
             await self.politeness.event(self.run, kind="robots", state="refused", url=url, reason=reason)
