@@ -56,7 +56,7 @@ async def submit_job(spec: JobSpec, request: Request, response: Response, store:
     record = await store.get(job_id)
     if record is None:
         raise _not_found(job_id, settings)
-    return SubmittedJob(**record.model_dump(), created=created)
+    return SubmittedJob(**dict(record), created=created)  # its fields as they are: read once, not re-validated
 
 
 @router.get("/jobs/{job_id}", response_model=JobRecord)
@@ -149,7 +149,7 @@ async def follow_up_job(job_id: str, body: FollowUpRequest, request: Request, st
     except SteerRefused as exc:
         raise _refused(exc, job_id, request.app.state.settings) from None
     record = await _current(job_id, request, store)
-    return FollowUpAccepted(**record.model_dump(), run=claim.run, last_event_id=claim.event_id)
+    return FollowUpAccepted(**dict(record), run=claim.run, last_event_id=claim.event_id)
 
 
 @router.get("/jobs", response_model=JobPage)

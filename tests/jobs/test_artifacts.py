@@ -98,6 +98,19 @@ def test_a_large_result_is_offloaded_and_read_back(artifacts: ArtifactStore) -> 
     assert back.model_copy(update={"artifacts": [], "result_artifact": None}) == full
 
 
+def test_a_result_whose_json_is_known_is_offloaded_exactly_as_one_whose_is_not(artifacts: ArtifactStore) -> None:
+    """The result limits hand ``offload`` the JSON they measured; a result under half the limit is then
+    not serialized again, and every result is kept or moved just as without it (dense JSON: numbers,
+    separators, non-ASCII text, escapes)."""
+    limit = 1024
+    for n in [*range(0, 40), *range(40, 400, 7)]:  # kept without a second dump, kept after one, moved
+        rows = [[k, k / 3, "é\n\u2028"] for k in range(n)]
+        result = JobResult(status=JobStatus.succeeded, final_answer="x" * (n % 50), data=rows)
+        plain = offload(result, artifacts.job(new_id()), limit)
+        known = offload(result, artifacts.job(new_id()), limit, encoded=result.model_dump_json())
+        assert (plain is result) == (known is result), n
+
+
 def test_a_follow_ups_files_have_names_of_their_own_that_say_its_run(artifacts: ArtifactStore) -> None:
     folder = artifacts.job(new_id())
     assert [run_name(run, "step-001.jpg") for run in (1, 2, 12)] == ["step-001.jpg", "run-2-step-001.jpg",

@@ -31,7 +31,7 @@ from workers.agent.recorder import OnStep
 from workers.jobs.ids import new_id
 from workers.jobs.lifecycle.finishing import Finisher
 from workers.jobs.model.record import EventType
-from workers.jobs.model.result import JobResult, RunRecord, StepRecord
+from workers.jobs.model.result import EncodedResult, JobResult, RunRecord, StepRecord
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.store.codec import RunFlags
 from workers.jobs.store.jobs import JobAttempt, JobStore
@@ -130,12 +130,14 @@ class StoreRecords:
         return won
 
     async def _finish(self, run: JobRun, result: JobResult) -> bool:
+        made = run.get(EncodedResult)  # the result limits' JSON of this very result, if they made one
+        encoded = made if made is not None and made.result is result else result
         if run.keep is None:
-            return await self.store.finish(run.job_id, run.attempt, result)
+            return await self.store.finish(run.job_id, run.attempt, encoded)
         record = RunRecord(run=run.number, task=run.task or run.spec.task or "", state=result.status,
                            category=result.category, error=result.error, started_at=result.started_at,
                            finished_at=result.finished_at, result=result)
-        return await self.store.finish(run.job_id, run.attempt, result, run=record,
+        return await self.store.finish(run.job_id, run.attempt, encoded, run=record,
                                        session_until=None if run.keep.closed else run.keep.until,
                                        session_closed=run.keep.closed)
 

@@ -15,11 +15,17 @@ log = logging.getLogger("browserd.artifacts")
 HEAVY_FIELDS = ("final_answer", "data", "steps")  # what a large result moves out of its record
 
 
-def offload(result: JobResult, folder: JobArtifacts, limit: int, run: int = 1) -> JobResult:
+def offload(result: JobResult, folder: JobArtifacts, limit: int, run: int = 1, encoded: str | None = None) -> JobResult:
     """``result`` with its final answer, data and steps moved to ``result.json`` (run ``run``'s:
     ``run_name``) when, as JSON, they pass ``limit`` bytes: the record keeps the rest (status,
     error, totals, downloads, artifacts) and a link, ``result_artifact``. Steps go too: a planner's
-    final answer is in them."""
+    final answer is in them.
+
+    ``encoded`` is the whole result's JSON when the caller made it already: the heavy part, written
+    with ``json.dumps``'s spaces, takes at most twice those bytes (a space after each separator), so
+    a result under half the limit stays as it is without being serialized again."""
+    if encoded is not None and 2 * len(encoded.encode()) <= limit:
+        return result
     heavy = result.model_dump(mode="json", include=set(HEAVY_FIELDS))
     payload = json.dumps(heavy, ensure_ascii=False).encode()
     if len(payload) <= limit:

@@ -6,6 +6,7 @@ the API and the client (which show them). Pure pydantic.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -117,6 +118,20 @@ class JobResult(BaseModel):
     totals: JobTotals = Field(default_factory=JobTotals)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EncodedResult:
+    """A result and its JSON, made once: the size the result limits measure is the text the record
+    stores, not a second serialization of the same result. Valid for that very object: whoever
+    replaces the result (``result is not encoded.result``) serializes the new one."""
+
+    result: JobResult
+    json: str
+
+    @classmethod
+    def of(cls, result: JobResult) -> EncodedResult:
+        return cls(result, result.model_dump_json())
 
 
 class RunRecord(BaseModel):

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 
 from workers.jobs.ids import is_id, new_id
 from workers.jobs.model.record import EventType, JobEvent, JobRecord
-from workers.jobs.model.result import JobResult, RunRecord, StepRecord
+from workers.jobs.model.result import EncodedResult, JobResult, RunRecord, StepRecord
 from workers.jobs.model.spec import FollowUpRequest, JobSpec
 from workers.jobs.model.status import JobStatus
 from workers.jobs.store import codec
@@ -150,17 +150,21 @@ class JobStore:
                 await self._progress(keys=[], args=self._argv(run.job_id, run.attempt, "", "", ""), client=pipe)
             await pipe.execute()
 
-    async def finish(self, job_id: str, attempt: int, result: JobResult, *, run: RunRecord | None = None,
-                     session_until: float | None = None, session_closed: str | None = None) -> bool:
-        """Record the run's result; for a job that keeps its session, also its ``run`` record and
-        whether the session stays open (``session_until``) or closes (``session_closed``: why)."""
+    async def finish(self, job_id: str, attempt: int, result: JobResult | EncodedResult, *,
+                     run: RunRecord | None = None, session_until: float | None = None,
+                     session_closed: str | None = None) -> bool:
+        """Record the run's result (given ``EncodedResult``, its JSON as it is); for a job that keeps
+        its session, also its ``run`` record and whether the session stays open (``session_until``)
+        or closes (``session_closed``: why)."""
+        encoded = result if isinstance(result, EncodedResult) else EncodedResult.of(result)
+        done = encoded.result
         args = self._argv(
             job_id,
             attempt,
-            result.status.value,
-            result.category.value if result.category else "",
-            result.error or "",
-            result.model_dump_json(),
+            done.status.value,
+            done.category.value if done.category else "",
+            done.error or "",
+            encoded.json,
             self.result_ttl,
         )
         if run is not None:

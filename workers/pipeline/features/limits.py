@@ -14,7 +14,7 @@ import logging
 from workers.agent.failures import failure
 from workers.jobs.artifacts.offload import offload
 from workers.jobs.errors import ResultTooLarge
-from workers.jobs.model.result import JobResult
+from workers.jobs.model.result import EncodedResult, JobResult
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
 
@@ -23,13 +23,17 @@ log = logging.getLogger("browserd.worker")
 
 class ResultLimits(Feature):
     async def settle(self, run: JobRun, result: JobResult) -> JobResult:
-        size, limit = len(result.model_dump_json()), self.settings.max_result_bytes
+        encoded = EncodedResult.of(result)  # measured here, stored as it is if nothing moves
+        size, limit = len(encoded.json), self.settings.max_result_bytes
         if size > limit:
             return failure(ResultTooLarge(size, limit), started=result.started_at)
         try:
-            return await asyncio.to_thread(offload, result, self.services.artifacts.job(run.job_id),
-                                           self.settings.artifact_inline_bytes, run.number)
+            kept = await asyncio.to_thread(offload, result, self.services.artifacts.job(run.job_id),
+                                           self.settings.artifact_inline_bytes, run.number, encoded.json)
         except Exception as exc:
             log.warning("job %s: large result kept in the record (artifact store: %s: %s)", run.job_id,
                         type(exc).__name__, exc)
-            return result
+            kept = result
+        if kept is result:
+            run.put(encoded)
+        return kept
