@@ -94,9 +94,7 @@ tasks created earlier, by e2e tests, do not)."""
 
 
 def _argv(event: str, args: tuple[Any, ...]) -> list[str] | None:
-    if event == "subprocess.Popen":
-        executable, command = args[0], args[1]
-    elif event == "os.posix_spawn":
+    if event in ("subprocess.Popen", "os.posix_spawn"):  # (executable or path, argv, ...)
         executable, command = args[0], args[1]
     elif event == "os.system":
         executable, command = None, args[0]
@@ -106,8 +104,8 @@ def _argv(event: str, args: tuple[Any, ...]) -> list[str] | None:
         argv = os.fsdecode(command).split()
     else:
         argv = [os.fsdecode(arg) for arg in command or ()]
-    if executable is not None:
-        argv = [os.fsdecode(executable), *argv[1:]] if argv else [os.fsdecode(executable)]
+    if executable is not None and (not argv or os.fsdecode(executable) != argv[0]):
+        argv = [os.fsdecode(executable), *argv]  # what runs, and what it is told it is: both count
     return argv
 
 
