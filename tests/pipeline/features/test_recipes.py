@@ -67,3 +67,17 @@ async def test_a_recipe_that_cannot_run_as_queued_fails_the_job_before_the_brows
     assert result.error is not None and result.error.startswith(says.format(name=name, failures=settings.recipe_max_failures)), \
         result.error
     assert browsers.asked == 0
+
+
+async def test_a_recipe_job_that_never_reached_the_page_does_not_count_against_the_recipe(
+        client: aioredis.Redis, settings: Settings) -> None:
+    """No browser free, or the browser gone before the first step: the recipe was never tried, so it
+    is not one failure closer to being marked broken."""
+    store = RecipeStore(client, max_failures=settings.recipe_max_failures)
+    await store.save(prices("untried"))
+    for _ in range(settings.recipe_max_failures + 1):
+        result = await run_local(JobSpec(recipe="untried", params={"q": "teapots"}), settings=settings,
+                                 browsers=BrowserGoneBrowsers(), redis=client)
+        assert result.status == JobStatus.failed and result.steps == []
+    info = await store.get("untried")
+    assert info is not None and info.stats.runs == 0 and info.stats.broken == ""
