@@ -7,9 +7,10 @@ from __future__ import annotations
 from config import load_settings
 from tests.pipeline.stages import NoBrowsers
 from workers.agent import AgentEvent, JobInputs
+from workers.agent.config import AgentConfig
 from workers.agent.events import Actor, ExecutionState
 from workers.jobs.budget import TimeBudget
-from workers.jobs.model.record import AGENT_EVENT
+from workers.jobs.model.record import EventType
 from workers.jobs.model.result import ActionRecord, JobResult, StepRecord
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import JobStatus
@@ -26,7 +27,7 @@ async def test_a_job_is_claimed_once_to_run_and_then_is_finished() -> None:
     assert len(job_id) == 32 and records.add(spec, "mine") == "mine"
     assert await records.claim(job_id, **CLAIM) == Claim(ClaimOutcome.run, 1)
     assert await records.spec(job_id) == spec
-    run = JobRun(job_id, 1, spec, TimeBudget(10), JobInputs(spec=spec, settings=load_settings()))
+    run = JobRun(job_id, 1, spec, TimeBudget(10), JobInputs(spec=spec, config=AgentConfig.from_settings(load_settings())))
     result = JobResult(status=JobStatus.succeeded, final_answer="39.90")
     assert await records.finish(run, result) is True
     assert records.results[job_id] == result
@@ -66,7 +67,7 @@ async def test_steps_and_agent_events_reach_the_listeners_and_other_events_do_no
     assert await records.progress("j", 1, step=step) is True
     assert await records.progress("j", 1, first_command_at=12.5) is True
     event = AgentEvent(actor=Actor.navigator, state=ExecutionState.TASK_START, step=1, max_steps=12)
-    assert await records.event("j", 1, AGENT_EVENT, event.model_dump_json()) is True
+    assert await records.event("j", 1, EventType.agent, event.model_dump_json()) is True
     assert await records.event("j", 1, "politeness_wait", '{"domain": "shop.test"}') is True
     assert steps == [step] and events == [event]
 
