@@ -13,11 +13,13 @@ from cdp.errors import (
     ChromeLaunchError,
     ChromeNotFound,
     NavigationError,
+    NetworkServiceRestarted,
     PoolClosed,
     ResourceLimitExceeded,
     TargetClosed,
     TargetCrashed,
 )
+from cdp.isolation import IsolationReport
 from cdp.launcher import chrome_pids, die_with_parent, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
 from cdp.lease import Lease
 from cdp.downloads import Download, DownloadLimits, Downloads
@@ -30,7 +32,8 @@ from cdp.upstream import UpstreamProxy
 __all__ = [
     "Browser", "BrowserGone", "Dialog", "Download", "DownloadLimits", "Downloads", "ResourceLimitExceeded",
     "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout", "ChromeLaunchError", "ChromeNotFound",
-    "Connection", "EgressProxy", "EvaluationError", "Gate", "Lease", "NavigationError", "NetworkPolicy",
+    "Connection", "EgressProxy", "EvaluationError", "Gate", "IsolationReport", "Lease", "NavigationError",
+    "NetworkPolicy", "NetworkServiceRestarted",
     "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolStats", "TargetClosed", "TargetCrashed", "UpstreamProxy",
     "chrome_pids", "die_with_parent", "find_chrome", "launch_chrome", "process_tree", "read_state",
     "sweep_stale_profiles", "write_state",

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import daemon.api.artifacts as artifacts
 import daemon.api.batches as batches
@@ -29,6 +29,7 @@ import daemon.api.sessions as sessions
 import daemon.console as console
 import daemon.mcp.http as mcp_http
 from config import Settings, get_settings
+from config.isolation import IsolationLayer
 from daemon.api.content_types import RequireJsonBodies
 from daemon.api.deps import Store
 from daemon.api.errors import ApiError, ErrorBody
@@ -45,6 +46,9 @@ from workers.jobs.store.jobs import WORKER_FRESH_SECONDS, JobStore
 class Health(BaseModel):
     status: str
     workers: int | None = None
+    isolation: dict[IsolationLayer, bool] | None = Field(
+        None, description="Each isolation layer of the workers' browsers (docs/security.md): true when every live "
+                          "worker that reports it has it (a worker says why one is off in its log and `browserd doctor`).")
 
 
 health = APIRouter()
@@ -67,7 +71,7 @@ async def readyz(store: Store) -> Health:
     if not workers:
         raise ApiError(503, "not_ready", f"no worker sent a heartbeat in the last {WORKER_FRESH_SECONDS:g}s; "
                        "start one with 'browserd worker'")
-    return Health(status="ready", workers=len(workers))
+    return Health(status="ready", workers=len(workers), isolation=await store.worker_isolation(workers))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

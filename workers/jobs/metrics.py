@@ -51,6 +51,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from config.isolation import IsolationLayer
 from workers.jobs.model.result import StepRecord
 from workers.jobs.model.status import FailureCategory, JobStatus
 from workers.jobs.queue.names import QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
@@ -71,7 +72,7 @@ disable_created_metrics()
 # What the queue depth counts: every job queue, and webhook deliveries' own queue.
 DEPTH_QUEUES = (*QUEUES, WEBHOOK_QUEUE, SESSIONS_QUEUE)
 POOL_STATES = ("starting", "ready", "draining")
-RECYCLE_REASONS = ("max_leases", "memory")
+RECYCLE_REASONS = ("max_leases", "memory", "network_service")
 LLM_OUTCOMES = ("ok", "error", "timeout", "rate_limited", "auth", "bad_request", "cancelled")
 MODEL_LABELS_MAX = 20
 NO_CATEGORY = "none"
@@ -354,6 +355,11 @@ class PoolCollector(Collector):
         if stats:
             memory.add_metric([], sum(st.memory_bytes for st in stats))
         yield memory
+        layers = ({layer.value: float(all(st.isolation.get(layer, False) for st in stats)) for layer in IsolationLayer}
+                  if stats else None)
+        yield _gauge("browserd_isolation_layer", "1 when every browser of this worker has the isolation layer "
+                     "(docs/security.md), 0 when it is off here; the worker's log and `browserd doctor` say why.",
+                     "layer", layers)
 
 
 @dataclass(frozen=True)
@@ -363,12 +369,13 @@ class _PoolReading:
     browsers: dict[str, int]
     leases_in_use: int
     memory_bytes: int
+    isolation: dict[IsolationLayer, bool]
 
     @classmethod
     def of(cls, pool: BrowserPool) -> _PoolReading:
         stats = _stats(pool)
         memory = pool.memory_bytes()  # /proc reads in the pool's browser layer; a dead browser counts 0
-        return cls(stats.browsers, stats.leases_in_use, memory)
+        return cls(stats.browsers, stats.leases_in_use, memory, stats.isolation.active if stats.isolation else {})
 
 
 def _stats(pool: BrowserPool) -> PoolStats:
