@@ -192,6 +192,8 @@ def _let_through(directory: Path) -> None:
             return
         if st.st_uid == os.geteuid() and not st.st_mode & 0o001:
             os.chmod(path, st.st_mode | 0o001)
+            log.warning("made %s searchable by others (o+x, not readable) so that Chrome's user can reach its "
+                        "files below it; point TMPDIR at a directory others may enter to avoid this", path)
 
 
 @functools.lru_cache(maxsize=8)

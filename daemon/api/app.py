@@ -46,6 +46,9 @@ from workers.jobs.store.jobs import WORKER_FRESH_SECONDS, JobStore
 class Health(BaseModel):
     status: str
     workers: int | None = None
+
+
+class Ready(Health):
     isolation: dict[IsolationLayer, bool] | None = Field(
         None, description="Each isolation layer of the workers' browsers (docs/security.md): true when every live "
                           "worker that reports it has it (a worker says why one is off in its log and `browserd doctor`).")
@@ -60,9 +63,10 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
-@health.get("/readyz", response_model=Health, responses={503: {"model": ErrorBody}})
-async def readyz(store: Store) -> Health:
-    """Redis answers and at least one worker sent a heartbeat recently."""
+@health.get("/readyz", response_model=Ready, responses={503: {"model": ErrorBody}})
+async def readyz(store: Store) -> Ready:
+    """Redis answers and at least one worker sent a heartbeat recently; ``isolation`` says which layers
+    the workers' browsers have (docs/security.md)."""
     try:
         await store.redis.ping()
     except Exception as exc:
@@ -71,7 +75,7 @@ async def readyz(store: Store) -> Health:
     if not workers:
         raise ApiError(503, "not_ready", f"no worker sent a heartbeat in the last {WORKER_FRESH_SECONDS:g}s; "
                        "start one with 'browserd worker'")
-    return Health(status="ready", workers=len(workers), isolation=await store.worker_isolation(workers))
+    return Ready(status="ready", workers=len(workers), isolation=await store.worker_isolation(workers))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
