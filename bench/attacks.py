@@ -7,6 +7,9 @@ through the egress proxy, fixture pages on 127.0.0.1, a recording "denied" serve
 server) and returns True when the attack was blocked. Add a vector by adding a function to the
 table. Everything stays on loopback: ``*.test`` names resolve to 127.0.0.1 in the proxy, and the
 private-address vectors are refused by the proxy before it dials (checked in its decision log).
+The isolation vectors (issue 22: WebRTC, a killed network service, Chrome's own traffic) need root:
+WebRTC's runs on a test host of its own, a network namespace with a veth pair (198.18.0.1/.2) that
+nothing leaves (tests/support/testhost.py).
 """
 
 from __future__ import annotations

@@ -99,3 +99,16 @@ def test_doctor_names_every_layer():
     for layer in ("namespace", "sandbox", "separate_user", "webrtc_policy", "network_service_watch",
                   "minimal_environment"):
         assert any(line.startswith("on ") and f" {layer} " in line for line in lines), done.stdout
+
+
+def test_without_cap_sys_admin_browserd_says_so_and_keeps_the_rest():
+    """A host that forbids namespaces (here: the capability dropped): said at start and by doctor; the
+    other layers stay on."""
+    done = subprocess.run(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--",
+                           sys.executable, "-m", "daemon", "doctor"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("OFF namespace") and "CAP_SYS_ADMIN" in line for line in lines), done.stdout
+    assert "off: namespace (unshare(CLONE_NEWNET): Operation not permitted" in done.stderr
+    for layer in ("sandbox", "separate_user", "webrtc_policy", "network_service_watch", "minimal_environment"):
+        assert any(line.startswith("on ") and f" {layer} " in line for line in lines), done.stdout
