@@ -154,7 +154,7 @@ class Confinement:
         return preexec
 
 
-SCRATCH_PREFIX = "bct-"  # short: Chrome's socket path under it must fit in 108 bytes
+SCRATCH_PREFIX = "c"  # short: Chrome's singleton socket path under it must stay below 108 bytes
 
 
 def scratch_of(profile: Path) -> Path:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cdp.browser import Browser
-from cdp.confinement import Confinement
+from cdp.confinement import ChromeUser, Confinement
 from cdp.egress import EgressProxy, Gate, NetworkPolicy, Resolver
 from cdp.errors import BrowserGone, CDPException, NetworkServiceRestarted, PoolClosed, ResourceLimitExceeded
 from cdp.isolation import IsolationReport, attached_report
@@ -217,8 +217,9 @@ class BrowserPool:
         elif not cfg.network_namespace:
             self._namespace_off = "BROWSERD_BROWSER_NETWORK_NAMESPACE is off"
         else:
+            user = ChromeUser.lookup(cfg.chrome_user) if cfg.chrome_user and os.geteuid() == 0 else None
             try:
-                self.network = await asyncio.to_thread(BrowserNetwork.create)
+                self.network = await asyncio.to_thread(BrowserNetwork.create, (user.uid, user.gid) if user else None)
                 self.egress.listen = self.network.listen
             except NamespaceUnavailable as exc:
                 self._namespace_off = exc.reason

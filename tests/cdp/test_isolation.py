@@ -101,14 +101,32 @@ def test_doctor_names_every_layer():
         assert any(line.startswith("on ") and f" {layer} " in line for line in lines), done.stdout
 
 
-def test_without_cap_sys_admin_browserd_says_so_and_keeps_the_rest():
-    """A host that forbids namespaces (here: the capability dropped): said at start and by doctor; the
-    other layers stay on."""
-    done = subprocess.run(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--",
-                           sys.executable, "-m", "daemon", "doctor"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    lines = done.stdout.splitlines()
-    assert any(line.startswith("OFF namespace") and "CAP_SYS_ADMIN" in line for line in lines), done.stdout
-    assert "off: namespace (unshare(CLONE_NEWNET): Operation not permitted" in done.stderr
-    for layer in ("sandbox", "separate_user", "webrtc_policy", "network_service_watch", "minimal_environment"):
-        assert any(line.startswith("on ") and f" {layer} " in line for line in lines), done.stdout
+def doctor(*wrapper: str, **env: str) -> tuple[int, list[str], str]:
+    done = subprocess.run([*wrapper, sys.executable, "-m", "daemon", "doctor"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **env})
+    return done.returncode, done.stdout.splitlines(), done.stderr
+
+
+NO_SYS_ADMIN = ("setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--")
+
+
+def test_without_cap_sys_admin_the_namespace_is_held_in_a_user_namespace():
+    """A worker that may not create a network namespace itself (not root, or a container without
+    CAP_SYS_ADMIN) still gets one, from a user namespace, where the host allows those."""
+    code, lines, err = doctor(*NO_SYS_ADMIN)
+    assert code == 0, "\n".join(lines) + err
+    assert any(line.startswith("on  namespace") and "held in a user namespace" in line for line in lines), lines
+
+
+def test_where_namespaces_are_refused_browserd_says_so_and_falls_back():
+    """No CAP_SYS_ADMIN and no user namespace left to make (a limit of 0, set in a user namespace of the
+    test's own): said at start and by doctor, and the fallback layers stay on."""
+    confined = ("unshare", "--user", "--map-root-user", "sh", "-c",
+                'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh", *NO_SYS_ADMIN)
+    code, lines, err = doctor(*confined, BROWSERD_CHROME_USER="")  # root in there maps no other user
+    assert code == 1, "\n".join(lines) + err
+    assert any(line.startswith("OFF namespace") and "CAP_SYS_ADMIN" in line and "No space left" in line
+               for line in lines), lines
+    assert "off: namespace (unshare(CLONE_NEWNET): Operation not permitted" in err
+    for layer in ("webrtc_policy", "network_service_watch", "minimal_environment"):
+        assert any(line.startswith("on ") and f" {layer} " in line for line in lines), lines

@@ -72,7 +72,8 @@ def _observed(browser_pid: int, pool: BrowserPool) -> dict[IsolationLayer, str]:
     environ = _read(f"/proc/{browser_pid}/environ").split(b"\0")
     leaked = [name for name in SECRET_VARIABLES if any(v.startswith(name.encode() + b"=") for v in environ)]
     return {
-        IsolationLayer.namespace: (f"browser in {theirs} (worker: {ours}), interfaces: {', '.join(interfaces)}"
+        IsolationLayer.namespace: (f"browser in {theirs} (worker: {ours}), interfaces: {', '.join(interfaces)}; "
+                                   f"{pool.network.how if pool.network else ''}"
                                    if theirs != ours and interfaces == ["lo"]
                                    else f"NOT isolated: browser in {theirs}, worker in {ours}"),
         IsolationLayer.sandbox: (f"{len(renderers)} renderer(s) in seccomp filter mode" if seccomp == {"2"}
