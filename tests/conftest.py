@@ -35,6 +35,9 @@ LOOPBACK_ONLY = NetworkPolicy.build(False, ["127.0.0.1/32"])
 TEST_NAMES = suffix_resolver(".test", "127.0.0.1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# The e2e marker, applied to every test that needs a browser or a server process, and the guard that
+# fails a fast test starting one (docs/development.md, "The fast tier").
+pytest_plugins = ["tests.support.tiers"]
 SHARED_PAGES = Path(__file__).resolve().parents[2] / "shared" / "pages"
 
 

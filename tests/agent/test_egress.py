@@ -174,6 +174,7 @@ async def test_private_and_metadata_addresses_are_refused_before_any_connection(
     assert kind in refused[0].refusal
 
 
+@pytest.mark.e2e  # a pool of its own
 async def test_a_job_without_an_egress_gate_does_not_start(site):
     """A pool without the proxy cannot enforce the policy on workers and sockets: default-deny."""
     async with BrowserPool(PoolConfig(browsers=1, warm=0)) as bare, bare.lease() as lease:

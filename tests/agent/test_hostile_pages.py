@@ -131,6 +131,7 @@ async def test_downloads_can_be_refused_outright(pool, download_site):
     assert result.downloads == []
 
 
+@pytest.mark.e2e  # a pool of its own
 async def test_a_memory_hog_fails_its_job_with_resource_limit_and_spares_its_neighbour(site):
     config = egress_config(warm=0, context_memory_limit_mb=300, context_check_interval=0.3)
     hog = JobSpec(script=[{"go_to_url": {"url": site.url("hostile/hog.html")}}, {"wait": {"seconds": 30}}],

@@ -11,6 +11,7 @@ import os
 import sys
 
 from cryptography.fernet import Fernet
+import pytest
 
 from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan
@@ -20,6 +21,8 @@ from workers.jobs.profiles.store import ProfileStore
 from workers.jobs.secrets.credentials import CredentialStore
 from workers.jobs.secrets.models import CredentialSet
 from workers.jobs.store.connection import connect
+
+pytestmark = pytest.mark.e2e  # every test runs python -m daemon run
 
 
 async def browserd(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:

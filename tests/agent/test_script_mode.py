@@ -90,6 +90,7 @@ def test_validate_script_fills_defaults():
         {"wait": {"intent": "", "seconds": 3.0}}, {"done": {"intent": "", "text": "ok", "success": True}}]
 
 
+@pytest.mark.e2e  # a pool of its own
 async def test_a_browser_that_dies_mid_job_fails_it_as_browser_crash(site):
     import asyncio
     import os

@@ -10,9 +10,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from daemon.demo import PRODUCTS
 from tests.queue.stack import ROOT
 from tests.support.procs import RUN_DIR
+
+pytestmark = pytest.mark.e2e  # browserd demo starts redis-server, the API, workers and Chromium
 
 CLEARED = ("BROWSERD_REDIS_URL", "BROWSERD_API_URL", "BROWSERD_API_TOKEN", "BROWSERD_LLM_BASE_URL",
            "OPENAI_API_KEY", "BROWSERD_OPENAI_API_KEY")

@@ -128,6 +128,7 @@ def test_a_job_goes_through_its_proxy_and_the_password_is_kept_secret(ops: Stack
             assert value not in text, f"proxy password found in {where}"
 
 
+@pytest.mark.e2e  # a deployment of its own
 def test_without_a_key_profiles_and_proxy_passwords_are_refused() -> None:
     s = Stack()
     try:

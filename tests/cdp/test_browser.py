@@ -27,6 +27,7 @@ from tests.support.procs import chrome_pids
 from tests.support.sockets import listening_pids
 
 
+@pytest.mark.e2e  # launches Chrome
 async def test_launch_and_close_leaves_no_process_behind(site):
     browser = await Browser.launch()
     try:
@@ -47,6 +48,7 @@ async def test_missing_chrome_binary_gives_a_clear_error(monkeypatch):
         find_chrome(None)
 
 
+@pytest.mark.e2e  # launches Chrome
 async def test_chrome_that_fails_to_start_reports_its_stderr(tmp_path):
     tmp_path.chmod(0o755)  # a root worker runs Chrome as its own user (cdp.confinement): it must reach the binary
     for parent in tmp_path.parents:
@@ -140,6 +142,7 @@ async def test_very_large_reply(pool):
         assert len(value) == size
 
 
+@pytest.mark.e2e  # launches Chrome
 async def test_attach_to_a_running_browser_by_http_endpoint():
     owner = await Browser.launch(debugging="port")
     try:
@@ -152,6 +155,7 @@ async def test_attach_to_a_running_browser_by_http_endpoint():
         await owner.close()
 
 
+@pytest.mark.e2e  # launches Chrome
 async def test_browser_killed_fails_pending_calls_at_once():
     browser = await Browser.launch()
     try:
@@ -181,6 +185,7 @@ async def test_typed_calls_through_cdp_use(pool):
         assert reply["result"]["value"] == 42
 
 
+@pytest.mark.e2e  # launches Chrome
 async def test_chrome_leaves_no_scratch_files_behind():
     import tempfile
     from pathlib import Path
@@ -218,6 +223,7 @@ def _renderers(browser: Browser) -> set[int]:
     return found
 
 
+@pytest.mark.e2e  # launches Chrome
 async def test_each_context_costs_one_renderer(site):
     """A job's context must not bring Chrome's hidden omnibox WebUI renderers or a spare along:
     those tripled the CPU and memory of every job."""
@@ -242,6 +248,7 @@ def test_feature_switches_are_merged_so_ours_survive_the_users():
     assert args == ["--a", "--disable-features=X,Y,Z", "--b=1", "--enable-features=E"]
 
 
+@pytest.mark.e2e  # launches Chrome
 async def test_a_launched_browser_opens_no_devtools_port():
     """Pages must not reach the debugger: the browser speaks over a pipe and listens on nothing."""
     browser = await Browser.launch()

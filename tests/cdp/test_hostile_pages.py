@@ -122,6 +122,7 @@ async def test_a_navigation_to_a_download_ends_at_once(pool, download_site, tmp_
         assert item is not None and item.state == "refused" and "not allowed" in item.reason
 
 
+@pytest.mark.e2e  # a pool of its own
 @pytest.mark.parametrize("hog", ["hog.html", "tight-hog.html"])
 async def test_a_memory_hog_is_stopped_and_its_neighbour_keeps_working(site, hog):
     config = PoolConfig(browsers=1, warm=0, context_memory_limit_mb=300, context_check_interval=0.3)

@@ -11,6 +11,8 @@ import pytest
 from cdp import BrowserGone, BrowserPool, PoolClosed, PoolConfig, TargetCrashed
 from tests.support.procs import chrome_pids, open_fds
 
+pytestmark = pytest.mark.e2e  # every test starts a pool of its own
+
 
 async def test_leases_do_not_share_cookies_or_storage(pool, site):
     url = site.url("cdp/basic.html")

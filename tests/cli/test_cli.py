@@ -8,9 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from daemon.client import Client
 from tests.queue.stack import ROOT, TOKEN, Stack, script, wait_until
 from tests.support.servers import StaticServer
+
+pytestmark = pytest.mark.e2e  # every test runs the real command, python -m daemon
 
 
 def browserd(s: Stack | None, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

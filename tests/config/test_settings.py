@@ -45,6 +45,7 @@ def test_bad_values_name_the_variable(monkeypatch, variable, value, message):
     assert variable in str(info.value) and message in str(info.value)
 
 
+@pytest.mark.e2e  # python -m daemon config
 def test_cli_masks_secrets_and_fails_cleanly_on_bad_values():
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-very-secret", "BROWSERD_API_TOKEN": "tok-secret"}
     shown = subprocess.run(

@@ -20,6 +20,8 @@ from daemon.cli.commands.inspect import render
 from tests.conftest import SHARED_PAGES
 from tests.support.servers import StaticServer, serve
 
+pytestmark = pytest.mark.e2e  # browserd inspect in a subprocess, or a pool of its own
+
 OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
 SHARED = sorted(p.relative_to(SHARED_PAGES).as_posix() for p in SHARED_PAGES.rglob("*.html")) if SHARED_PAGES.is_dir() else []
 

@@ -196,6 +196,7 @@ def leases_in_use(s: Stack) -> float:
     return float(found.group(1))
 
 
+@pytest.mark.e2e  # a deployment of its own
 def test_the_cap_and_a_worker_shutting_down(site: StaticServer) -> None:
     """One more session than BROWSERD_SESSION_MAX_OPEN is refused (429); a warm shutdown does not
     wait out an open session's idle timeout: the session ends (404) and the worker exits."""

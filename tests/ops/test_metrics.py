@@ -255,6 +255,7 @@ async def get(app: Any, path: str = "/metrics") -> httpx.Response:
         return await client.get(path)
 
 
+@pytest.mark.e2e  # a pool of its own
 async def test_pool_metrics_follow_a_real_pool(worker_server: str) -> None:
     async def read() -> Samples:
         return await asyncio.to_thread(scrape, worker_server)
@@ -287,6 +288,7 @@ async def test_pool_metrics_follow_a_real_pool(worker_server: str) -> None:
     assert "browserd_pool_browsers" not in names(detached)
 
 
+@pytest.mark.e2e  # a pool of its own
 async def test_every_metric_is_exposed(redis: RedisServer, worker_server: str) -> None:
     """The union of what a worker and the daemon serve holds every metric the issue lists."""
     async with BrowserPool(PoolConfig(browsers=1, warm=1)) as pool:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.queue.stack import script, stack
 from tests.support.servers import StaticServer
+
+pytestmark = pytest.mark.e2e  # a deployment (tests/queue/stack.py) started in the test
 
 
 def test_a_jobs_events_carry_the_agents_execution_events(site: StaticServer) -> None:

@@ -28,6 +28,7 @@ def _serve(host: str, **env: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.e2e  # python -m daemon serve
 @pytest.mark.parametrize("token", [None, "", "   "])
 def test_serve_refuses_a_public_address_without_a_token(token: str | None) -> None:
     """Refused before binding: nothing listens on 0.0.0.0 even for a moment."""

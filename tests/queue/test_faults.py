@@ -319,6 +319,7 @@ def test_a_catastrophic_pattern_does_not_freeze_the_worker(deploy: Stack, site: 
     assert deploy.wait_state(other["id"], FINAL, timeout=30)["state"] == "succeeded"
 
 
+@pytest.mark.e2e  # a worker process of its own
 def test_a_worker_whose_llm_provider_does_not_load_exits_at_start_naming_it() -> None:
     """A bad BROWSERD_LLM_PROVIDER stops the worker before it takes jobs, not at its first job."""
     with stack(llm_provider="no_such_module_xyz:ChatX") as s:

@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from config import Settings
 from tests.support.redis_server import RedisServer
 from workers.agent import JobSession
@@ -19,6 +21,8 @@ from workers.jobs.model.spec import JobSpec
 from workers.jobs.store.connection import connect
 from workers.jobs.store.jobs import JobStore
 from workers.runtime import WorkerRuntime
+
+pytestmark = pytest.mark.e2e  # a WorkerRuntime in this process, whose pool starts Chromium
 
 
 class Stubborn:

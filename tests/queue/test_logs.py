@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.queue.stack import stack, wait_until
 from tests.support.servers import StaticServer
+
+pytestmark = pytest.mark.e2e  # a deployment (tests/queue/stack.py) started in the test
 
 
 def test_a_workers_json_log_carries_job_attempt_step_and_url(site: StaticServer) -> None:

@@ -12,8 +12,12 @@ from __future__ import annotations
 import socket
 import sys
 
+import pytest
+
 from tests.queue.stack import Proc, running, script, stack, tree_of, wait_until
 from tests.support.servers import StaticServer
+
+pytestmark = pytest.mark.e2e  # a deployment (tests/queue/stack.py) started in the test
 
 
 def test_a_prefork_worker_runs_jobs_with_a_runtime_per_child(site: StaticServer) -> None:

@@ -31,6 +31,7 @@ from workers.agent.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMError,
+    LLMForbiddenError,
     LLMOutputError,
     LLMProviderError,
     MaxFailuresReached,
@@ -77,6 +78,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     LLMOutputError: FailureCategory.max_failures,
     # the model endpoint
     LLMAuthError: FailureCategory.llm_auth,
+    LLMForbiddenError: FailureCategory.llm_auth,  # 403: the key may not use this model (docs/jobs.md)
     LLMBadRequestError: FailureCategory.llm_bad_request,
     LLMError: FailureCategory.llm_error,
     LLMProviderError: FailureCategory.llm_error,

@@ -65,6 +65,8 @@ class RecipeReplay(Feature):
         recipe = run.get(RecipeRun)
         if recipe is None or run.number != 1 or self.store is None:  # a follow-up is the agent's own
             return result
+        if not result.steps:  # it never reached the page (no browser free, a crash): nothing to learn
+            return result
         try:
             if recipe.plan is not None:
                 await self._replayed(run.job_id, recipe.plan, result)
