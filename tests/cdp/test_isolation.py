@@ -28,6 +28,8 @@ from tests.support.jobs import run_job
 from tests.conftest import LOOPBACK_ONLY
 from tests.support.servers import RecordingServer
 
+pytestmark = pytest.mark.e2e  # every test starts browsers (and a test host, or browserd doctor)
+
 SETTINGS = load_settings(allow_private_networks=False, allowed_networks=[], allowed_domains=[], denied_domains=[])
 
 
