@@ -481,8 +481,8 @@ class BrowserPool:
         watch = slot.network_watch
         pid = watch.pid if watch else 0
         slot.network_lost = True
-        if slot.retiring or self._closed or slot.browser is None:
-            return
+        if slot.retiring or self._closed or slot.browser is None or not slot.browser.alive:
+            return  # a browser that died whole is the crash path's (``_on_gone``)
         log.warning("browser %s: its network service (pid %s) died; recycling the browser", slot.index, pid)
         self._drain(slot, "network_service")
         browser = slot.browser
