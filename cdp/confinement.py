@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdp.netns import BrowserNetwork
+from config.isolation import IsolationLayer
 
 log = logging.getLogger("browserd.cdp")
 
@@ -80,31 +81,31 @@ class Confinement:
     sandbox: bool
     user: ChromeUser | None = None
     network: BrowserNetwork | None = None
-    off: dict[str, str] = field(default_factory=dict)  # layer name -> why it is not active here
+    off: dict[IsolationLayer, str] = field(default_factory=dict)  # why a layer is not active here
 
     @classmethod
     def for_host(cls, user_name: str, *, chrome_args: tuple[str, ...] | list[str] = (),
                  network: BrowserNetwork | None = None) -> Confinement:
         """The confinement this host allows (``user_name`` empty: never switch users)."""
-        off: dict[str, str] = {}
+        off: dict[IsolationLayer, str] = {}
         user = None
         if os.geteuid() == 0:
             user = ChromeUser.lookup(user_name) if user_name else None
             if user is None:
-                off["separate_user"] = (f"the worker runs as root and user {user_name!r} does not exist "
+                off[IsolationLayer.separate_user] = (f"the worker runs as root and user {user_name!r} does not exist "
                                         "(create it, as .ci/setup does, or set BROWSERD_CHROME_USER)"
                                         if user_name else "BROWSERD_CHROME_USER is empty")
         else:
-            off["separate_user"] = "the worker is not root, so Chrome runs as the worker's own user"
+            off[IsolationLayer.separate_user] = "the worker is not root, so Chrome runs as the worker's own user"
         sandbox = True
         if NO_SANDBOX in chrome_args:
-            sandbox, off["sandbox"] = False, "BROWSERD_CHROME_ARGS has --no-sandbox"
+            sandbox, off[IsolationLayer.sandbox] = False, "BROWSERD_CHROME_ARGS has --no-sandbox"
         elif os.geteuid() == 0 and user is None:
-            sandbox, off["sandbox"] = False, "Chrome cannot be sandboxed as root and has no other user to run as"
+            sandbox, off[IsolationLayer.sandbox] = False, "Chrome cannot be sandboxed as root and has no other user to run as"
         else:
             refusal = _user_namespaces_refused(user.uid if user else None, user.gid if user else None)
             if refusal:
-                sandbox, off["sandbox"] = False, f"user namespaces are refused here ({refusal}); Chrome's sandbox needs them"
+                sandbox, off[IsolationLayer.sandbox] = False, f"user namespaces are refused here ({refusal}); Chrome's sandbox needs them"
         return cls(sandbox, user, network, off)
 
     def flags(self) -> list[str]:
