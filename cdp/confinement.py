@@ -121,8 +121,8 @@ class Confinement:
         return env
 
     def prepare(self, profile: Path) -> Path | None:
-        """Seed the profile (WebRTC preference) and hand it to Chrome's user; returns Chrome's own
-        scratch directory when its user cannot write the worker's ``$TMPDIR``."""
+        """Seed the profile (WebRTC preference) and hand it to Chrome's user; returns the scratch
+        directory Chrome's own user gets as ``$TMPDIR`` (the worker's may not be writable to it)."""
         default = profile / "Default"
         default.mkdir()
         (default / "Preferences").write_text(json.dumps(WEBRTC_PREFERENCES))
