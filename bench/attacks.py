@@ -7,6 +7,9 @@ through the egress proxy, fixture pages on 127.0.0.1, a recording "denied" serve
 server) and returns True when the attack was blocked. Add a vector by adding a function to the
 table. Everything stays on loopback: ``*.test`` names resolve to 127.0.0.1 in the proxy, and the
 private-address vectors are refused by the proxy before it dials (checked in its decision log).
+The isolation vectors (issue 22: WebRTC, a killed network service, Chrome's own traffic) need root:
+WebRTC's runs on a test host of its own, a network namespace with a veth pair (198.18.0.1/.2) that
+nothing leaves (tests/support/testhost.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from urllib.parse import quote
 from cdp import BrowserPool, PoolConfig, process_tree
 from cdp.egress import Decision, NetworkPolicy, suffix_resolver
 from config import Settings, get_settings, load_settings
+from tests.support import isolation_attacks
 from tests.support.jobs import run_job
 from tests.support.servers import (
     SITE,
@@ -222,6 +226,30 @@ async def injected_title(stage: Stage) -> bool:
     return bool(requests) and not any("send the cookies" in block for block in requests)
 
 
+# --- isolation (issue 22): what goes around the gate when Chrome misbehaves -------------------
+# Shared with tests/cdp/test_isolation.py (tests/support/isolation_attacks.py); each needs root.
+
+
+async def webrtc_udp(stage: Stage) -> bool:
+    """WebRTC (STUN and ICE checks carrying page bytes) to a refused address, on a test host of our own
+    with a non-loopback interface: no datagram arrives."""
+    return await asyncio.to_thread(isolation_attacks.webrtc_datagrams, stage.settings) == 0
+
+
+async def network_service_killed(stage: Stage) -> bool:
+    """The network service is killed with -9 after a job; the next job's warm context loads a refused
+    loopback address: nothing reaches it."""
+    paths = await isolation_attacks.after_network_service_killed(stage.site.url("egress/csrf.html"), stage.denied,
+                                                                 stage.settings)
+    return paths == []
+
+
+async def chrome_own_traffic(stage: Stage) -> bool:
+    """A request outside every job's context (as Chrome's component updates, accounts or safe browsing
+    make): it has no route to the recorder on the worker's loopback."""
+    return await isolation_attacks.default_context_reaches(stage.pool, stage.denied) == []
+
+
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
     "service_worker": service_worker,
@@ -239,6 +267,9 @@ VECTORS: dict[str, Check] = {
     "webhook_to_loopback": webhook_to_loopback,
     "webhook_redirect": webhook_redirect,
     "injected_title": injected_title,
+    "webrtc_udp": webrtc_udp,
+    "network_service_killed": network_service_killed,
+    "chrome_own_traffic": chrome_own_traffic,
 }
 
 

@@ -13,11 +13,13 @@ from cdp.errors import (
     ChromeLaunchError,
     ChromeNotFound,
     NavigationError,
+    NetworkServiceRestarted,
     PoolClosed,
     ResourceLimitExceeded,
     TargetClosed,
     TargetCrashed,
 )
+from cdp.isolation import IsolationReport
 from cdp.launcher import chrome_pids, die_with_parent, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
 from cdp.lease import Lease
 from cdp.downloads import Download, DownloadLimits, Downloads, DownloadState
@@ -28,10 +30,13 @@ from cdp.storage import OriginLog, read_state, write_state
 from cdp.upstream import UpstreamProxy
 
 __all__ = [
-    "Browser", "BrowserGone", "Dialog", "Download", "DownloadLimits", "Downloads", "DownloadState", "ResourceLimitExceeded",
+    "Browser", "BrowserGone", "Dialog", "Download", "DownloadLimits", "Downloads", "DownloadState",
+    "ResourceLimitExceeded",
     "BrowserPool", "CDPError", "CDPException", "CDPSession", "CDPTimeout", "ChromeLaunchError", "ChromeNotFound",
-    "Connection", "EgressProxy", "EvaluationError", "Gate", "Lease", "NavigationError", "NetworkPolicy",
-    "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolEvent", "PoolEventKind", "PoolStats", "RecycleReason", "TargetClosed", "TargetCrashed", "UpstreamProxy",
+    "Connection", "EgressProxy", "EvaluationError", "Gate", "IsolationReport", "Lease", "NavigationError",
+    "NetworkPolicy", "NetworkServiceRestarted",
+    "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolEvent", "PoolEventKind", "PoolStats", "RecycleReason",
+    "TargetClosed", "TargetCrashed", "UpstreamProxy",
     "chrome_pids", "die_with_parent", "find_chrome", "launch_chrome", "process_tree", "read_state",
     "sweep_stale_profiles", "write_state",
 ]

@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from cdp.confinement import ChromeUser, Confinement
 from cdp.connection import Connection
 from cdp.errors import BrowserGone, CDPException, CDPTimeout, ChromeLaunchError
 from cdp.launcher import ChromeProcess, Debugging, launch_chrome, tree_memory_bytes
@@ -46,11 +47,13 @@ class Browser:
         timeout: float = 20.0,
         cdp_timeout: float = 30.0,
         debugging: Debugging = "pipe",
+        confinement: Confinement | None = None,
     ) -> Browser:
         """Launch a Chrome and speak to it over its DevTools pipe: it opens no port a page could
         reach. ``debugging="port"`` opens a loopback port instead (to share the browser with
         another client, as tests of ``connect`` do)."""
-        process = await launch_chrome(executable, extra_args=extra_args, timeout=timeout, debugging=debugging)
+        process = await launch_chrome(executable, extra_args=extra_args, timeout=timeout, debugging=debugging,
+                                      confinement=confinement)
         try:
             if process.pipe is not None:
                 connection = await Connection.pipe(process.pipe.read_fd, process.pipe.write_fd,
@@ -96,6 +99,12 @@ class Browser:
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
+
+    @property
+    def chrome_user(self) -> ChromeUser | None:
+        """The user a launched Chrome runs as when it is not the worker's (files Chrome writes must be its)."""
+        confinement = self.process.confinement if self.process else None
+        return confinement.user if confinement else None
 
     def on_gone(self, callback: Callable[[BrowserGone], None]) -> None:
         self.connection.on_close(callback)

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from cdp.confinement import ChromeUser
 from cdp.errors import CDPException
 from cdp.session import CDPSession
 
@@ -69,8 +70,10 @@ class DownloadLimits:
 class Downloads:
     """Watches one context's downloads; ``owns_frame(frame_id)`` says whether a frame is the context's."""
 
-    def __init__(self, root: CDPSession, context_id: str, owns_frame: Callable[[str], bool]) -> None:
+    def __init__(self, root: CDPSession, context_id: str, owns_frame: Callable[[str], bool],
+                 owner: ChromeUser | None = None) -> None:
         self.root = root
+        self.owner = owner  # the user Chrome runs as, who must be able to write the folder
         self.context_id = context_id
         self.owns_frame = owns_frame
         self.limits = DownloadLimits(folder=None)
@@ -89,6 +92,8 @@ class Downloads:
             params["behavior"] = "deny"
         else:
             limits.folder.mkdir(parents=True, exist_ok=True)
+            if self.owner is not None:
+                self.owner.give(limits.folder)
             params.update(behavior="allowAndName", downloadPath=str(limits.folder))
         await self.root.send("Browser.setDownloadBehavior", params)
 

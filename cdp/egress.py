@@ -51,6 +51,9 @@ from config.networks import IPAddress, IPNetwork, network_kind, unmapped
 log = logging.getLogger("browserd.egress")
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
+Listen = Callable[[str], Awaitable[socket.socket]]
+"""Makes a gate's listening socket on a host (``cdp.netns.BrowserNetwork.listen``: inside the browsers'
+network namespace, so the gate is the one thing on their loopback)."""
 
 HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 15.0
@@ -171,7 +174,11 @@ class Gate:
         return fresh
 
     async def open(self) -> Gate:
-        self._server = await asyncio.start_server(self._accept, self.proxy.host, 0, limit=MAX_HEAD)
+        if self.proxy.listen is not None:
+            sock = await self.proxy.listen(self.proxy.host)
+            self._server = await asyncio.start_server(self._accept, sock=sock, limit=MAX_HEAD)
+        else:
+            self._server = await asyncio.start_server(self._accept, self.proxy.host, 0, limit=MAX_HEAD)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -242,8 +249,9 @@ class EgressProxy:
     """The per-process proxy: ``gate = await proxy.open_gate()`` per browser context."""
 
     def __init__(self, *, default_rule: EgressRule | None = None, resolver: Resolver | None = None,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", listen: Listen | None = None) -> None:
         self.host = host
+        self.listen = listen  # None: gates listen on this process's own loopback
         self.default_rule: EgressRule = default_rule or DenyAll()
         self.resolve = resolver or system_resolver
         self.gates: set[Gate] = set()

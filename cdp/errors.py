@@ -84,3 +84,13 @@ class NavigationError(CDPException):
 
 class PoolClosed(CDPException):
     """The pool was closed; no more leases are served."""
+
+
+class NetworkServiceRestarted(BrowserGone):
+    """The browser's network service died and Chrome restarted it: its contexts lost their proxy, so the
+    pool stopped every lease of that browser and recycles it (``cdp.netwatch``)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(f"its network service (pid {pid}) died; Chrome's restarted one would not keep the "
+                         "egress gate, so the browser is recycled")
+        self.pid = pid

@@ -12,25 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import logging
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cdp.confinement import Confinement, die_with_parent, scratch_of  # noqa: F401  (die_with_parent: re-exported)
 from cdp.errors import ChromeLaunchError, ChromeNotFound
+from config.isolation import CHROME_USER
 
 log = logging.getLogger("browserd.cdp")
-
-_PR_SET_PDEATHSIG = 1
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -54,7 +51,6 @@ DISABLED_FEATURES = (
 
 HEADLESS_FLAGS = (
     "--headless",
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
@@ -138,6 +134,7 @@ class ChromeProcess:
     port: int
     stderr_path: Path
     pipe: CdpPipe | None = None
+    confinement: Confinement | None = None
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -174,6 +171,7 @@ async def launch_chrome(
     timeout: float = 20.0,
     die_with_parent_process: bool = True,
     debugging: Debugging = "pipe",
+    confinement: Confinement | None = None,
 ) -> ChromeProcess:
     """Start headless Chrome with a fresh profile, its DevTools on a pipe (or a port, if asked).
 
@@ -183,13 +181,22 @@ async def launch_chrome(
     ``die_with_parent_process``: Chrome gets SIGKILL when the thread that launched it dies (Linux
     ``PR_SET_PDEATHSIG``), so a worker killed with SIGKILL leaves no browser behind; Chrome's own
     children exit when their browser process goes. Its own session keeps it out of our signals.
+
+    ``confinement`` (``cdp.confinement``): its network namespace, user, sandbox and environment;
+    default: what this host allows, without a namespace.
     """
     binary = find_chrome(executable)
+    confinement = confinement or Confinement.for_host(CHROME_USER, chrome_args=tuple(extra_args))
     profile = Path(tempfile.mkdtemp(prefix=PROFILE_PREFIX))
     stderr_path = profile.parent / (profile.name + ".stderr")
+    try:
+        scratch = confinement.prepare(profile)
+    except OSError as exc:
+        await asyncio.to_thread(_remove_tree, profile)
+        raise ChromeLaunchError(f"cannot prepare chrome's profile {profile}: {exc}") from exc
     args = [
         binary,
-        *merge_feature_switches([*HEADLESS_FLAGS, *extra_args]),
+        *merge_feature_switches([*HEADLESS_FLAGS, *confinement.flags(), *extra_args]),
         f"--user-data-dir={profile}",
         *(["--remote-debugging-pipe"] if debugging == "pipe" else
           ["--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]),
@@ -205,7 +212,8 @@ async def launch_chrome(
             stderr=stderr,
             start_new_session=True,
             pass_fds=theirs,
-            preexec_fn=die_with_parent() if die_with_parent_process else None,
+            env=confinement.environment(profile, scratch),
+            preexec_fn=confinement.preexec(die_with_parent_process),
         )
     except OSError as exc:
         if ours is not None:
@@ -215,7 +223,7 @@ async def launch_chrome(
     finally:
         stderr.close()
         _close_fds(*theirs)
-    chrome = ChromeProcess(proc, profile, "", 0, stderr_path, pipe=ours)
+    chrome = ChromeProcess(proc, profile, "", 0, stderr_path, pipe=ours, confinement=confinement)
     if ours is None:
         try:
             chrome.port, chrome.ws_url = await _wait_for_port(chrome, timeout)
@@ -357,25 +365,6 @@ def _signal_group(pid: int, sig: signal.Signals) -> list[int]:
     return targets
 
 
-def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking the kernel to send ``sig`` to the child when the thread that
-    started it dies (Linux ``PR_SET_PDEATHSIG``); None where that does not exist.
-
-    libc and ``prctl`` are resolved here, before the fork, so the child only makes one C call.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, sig)
-
-    return preexec
-
-
 def _running(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -452,6 +441,7 @@ def _tail(path: Path, lines: int) -> str:
 def _remove_tree(path: Path) -> None:
     _remove_scratch(path)
     shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(scratch_of(path), ignore_errors=True)
     stderr = path.parent / (path.name + ".stderr")
     with contextlib.suppress(FileNotFoundError):
         stderr.unlink()

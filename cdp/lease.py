@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cdp.downloads import Downloads
-from cdp.errors import BrowserGone, CDPError, CDPException, ResourceLimitExceeded, TargetClosed
+from cdp.errors import BrowserGone, CDPError, CDPException, TargetClosed
 from cdp.page import Dialog, Page
 
 if TYPE_CHECKING:
@@ -41,11 +41,11 @@ class Lease:
         self._pages: dict[str, Page] = {}
         self._current = page
         self.released = False
-        self.stopped: ResourceLimitExceeded | None = None  # set when the pool stopped this lease
+        self.stopped: CDPException | None = None  # set when the pool stopped this lease (a limit, a lost network service)
         self.dialogs: list[Dialog] = []
         self._accept_dialogs = False
         self._attaching: dict[str, asyncio.Task[Page | None]] = {}
-        self.downloads = Downloads(browser.connection.root, context_id, self.owns_frame)
+        self.downloads = Downloads(browser.connection.root, context_id, self.owns_frame, owner=browser.chrome_user)
         self._adopt(page)
         self._off_created = browser.connection.root.on("Target.targetCreated", self._on_target_created)
 
@@ -183,8 +183,8 @@ class Lease:
             total += heap["usedSize"] + heap.get("embedderHeapUsedSize", 0) + heap.get("backingStorageSize", 0)
         return total
 
-    async def stop(self, error: ResourceLimitExceeded) -> None:
-        """End this lease's pages now (the pool found it over a limit); every later call raises ``error``."""
+    async def stop(self, error: CDPException) -> None:
+        """End this lease's pages now (over a limit, or its browser lost its network service); every later call raises ``error``."""
         if self.stopped is not None or self.released:
             return
         self.stopped = error

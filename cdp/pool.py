@@ -22,11 +22,16 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from cdp.browser import Browser
+from cdp.confinement import ChromeUser, Confinement
 from cdp.egress import EgressProxy, Gate, NetworkPolicy, Resolver
-from cdp.errors import BrowserGone, CDPException, PoolClosed, ResourceLimitExceeded
+from cdp.errors import BrowserGone, CDPException, NetworkServiceRestarted, PoolClosed, ResourceLimitExceeded
+from cdp.isolation import IsolationReport, attached_report
 from cdp.launcher import process_tree, sweep_stale_profiles
 from cdp.lease import Lease
+from cdp.netns import BrowserNetwork, NamespaceUnavailable
+from cdp.netwatch import NetworkServiceWatch
 from cdp.page import Page
+from config.isolation import CHROME_USER, IsolationLayer
 
 log = logging.getLogger("browserd.pool")
 
@@ -44,10 +49,12 @@ class PoolEventKind(StrEnum):
 
 
 class RecycleReason(StrEnum):
-    """Why a browser was retired: it served ``max_leases``, or its process tree outgrew ``max_memory_mb``."""
+    """Why a browser was retired: it served ``max_leases``, its process tree outgrew
+    ``max_memory_mb``, or its network service died (``cdp.netwatch``)."""
 
     max_leases = "max_leases"
     memory = "memory"
+    network_service = "network_service"
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,10 @@ class PoolConfig:
     # (see cdp.egress). None: contexts reach the network directly (a bare pool for library use).
     egress: NetworkPolicy | None = None
     resolver: Resolver | None = None  # how the proxy resolves names; default: the system's
+    # With egress: launched browsers live in their own loopback-only network namespace where the host
+    # allows one (cdp.netns); False keeps them in the worker's (the fallback, on purpose).
+    network_namespace: bool = True
+    chrome_user: str = CHROME_USER  # the user a root worker runs Chrome as ("": none, Chrome unsandboxed)
 
     @classmethod
     def from_settings(cls, settings: Any) -> PoolConfig:
@@ -96,6 +107,8 @@ class PoolConfig:
             cdp_timeout=settings.cdp_timeout,
             context_memory_limit_mb=settings.context_memory_limit_mb,
             egress=NetworkPolicy.build(settings.allow_private_networks, settings.allowed_networks),
+            network_namespace=settings.browser_network_namespace,
+            chrome_user=settings.chrome_user,
         )
 
 
@@ -110,6 +123,7 @@ class PoolStats:
     recycles: dict[str, int]
     lease_wait_seconds_total: float
     warm_contexts: int
+    isolation: IsolationReport | None = None
 
 
 class _Slot:
@@ -128,6 +142,8 @@ class _Slot:
         self.wake = asyncio.Event()
         self.refill_task: asyncio.Task[None] | None = None
         self.renderers: _RendererSample | None = None  # last look at the renderer processes
+        self.network_watch: NetworkServiceWatch | None = None
+        self.network_lost = False  # its network service died (cdp.netwatch)
 
 
 class BrowserPool:
@@ -151,6 +167,11 @@ class BrowserPool:
         if self.config.egress is not None:
             self.egress = EgressProxy(default_rule=self.config.egress, resolver=self.config.resolver)
         self._gates: dict[str, Gate] = {}
+        self.network: BrowserNetwork | None = None
+        self.confinement: Confinement | None = None
+        self._namespace_off = ""  # why the browsers share the worker's network namespace
+        self._watched_boots = 0  # browsers launched whose network service is watched (cdp.netwatch)
+        self._unwatched_boots = 0  # ... and those whose network service was not found
 
     async def __aenter__(self) -> BrowserPool:
         await self.start()
@@ -182,6 +203,7 @@ class BrowserPool:
             swept = await asyncio.to_thread(sweep_stale_profiles)
             if swept:
                 log.info("removed %s profile(s) left by browsers that died with their process", swept)
+            await self._confine()
         endpoints: list[str | None] = list(self.config.cdp_urls) or [None] * self.config.browsers
         slots = [self._new_slot(ep) for ep in endpoints]
         results = await asyncio.gather(*(self._boot(s) for s in slots), return_exceptions=True)
@@ -189,6 +211,8 @@ class BrowserPool:
         if len(errors) == len(slots):
             await self.close()
             raise errors[0]
+        report = self.isolation()
+        (log.warning if report.missing else log.info)("browser pool: %s", report.describe())
         self._health = asyncio.get_running_loop().create_task(self._health_loop(), name="pool-health")
         if self.config.context_memory_limit_mb:
             self._contexts_watch = asyncio.get_running_loop().create_task(self._context_memory_loop(),
@@ -212,6 +236,49 @@ class BrowserPool:
                     await watch
         if self.egress is not None:
             await self.egress.close()
+        if self.network is not None:
+            self.network.close()
+
+    async def _confine(self) -> None:
+        """Where this host allows it, a network namespace for the browsers and their gates' sockets in
+        it; then the confinement every launch uses. Says at start what is missing and why."""
+        cfg = self.config
+        if self.egress is None:
+            self._namespace_off = "the pool has no egress gate (a bare pool, browsing directly)"
+        elif not cfg.network_namespace:
+            self._namespace_off = "BROWSERD_BROWSER_NETWORK_NAMESPACE is off"
+        else:
+            user = ChromeUser.lookup(cfg.chrome_user) if cfg.chrome_user and os.geteuid() == 0 else None
+            try:
+                self.network = await asyncio.to_thread(BrowserNetwork.create, user)
+                self.egress.listen = self.network.listen
+            except NamespaceUnavailable as exc:
+                self._namespace_off = exc.reason
+        self.confinement = await asyncio.to_thread(Confinement.for_host, cfg.chrome_user,
+                                                   chrome_args=tuple(cfg.chrome_args), network=self.network)
+
+    def isolation(self) -> IsolationReport:
+        """The layers this pool's browsers have (``cdp.isolation``)."""
+        if self.config.cdp_urls:
+            return attached_report()
+        confinement = self.confinement or Confinement(sandbox=False, off={IsolationLayer.sandbox: "not started"})
+        watched = self._watched_boots > 0 and self._unwatched_boots == 0
+        active = {
+            IsolationLayer.namespace: self.network is not None,
+            IsolationLayer.sandbox: confinement.sandbox,
+            IsolationLayer.separate_user: confinement.user is not None,
+            IsolationLayer.webrtc_policy: True,
+            IsolationLayer.network_service_watch: watched,
+            IsolationLayer.minimal_environment: True,
+        }
+        off = dict(confinement.off)
+        if self.network is None:
+            off[IsolationLayer.namespace] = self._namespace_off
+        if not watched:
+            off[IsolationLayer.network_service_watch] = (
+                f"{self._unwatched_boots} browser(s) ran without their network service found to watch"
+                if self._unwatched_boots else "no browser has started yet")
+        return IsolationReport(active, off)
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
@@ -231,13 +298,28 @@ class BrowserPool:
                 browser = await Browser.connect(slot.endpoint, cdp_timeout=cfg.cdp_timeout)
             else:
                 browser = await Browser.launch(
-                    cfg.chrome_path, extra_args=cfg.chrome_args, timeout=cfg.launch_timeout, cdp_timeout=cfg.cdp_timeout
+                    cfg.chrome_path, extra_args=cfg.chrome_args, timeout=cfg.launch_timeout, cdp_timeout=cfg.cdp_timeout,
+                    confinement=self.confinement,
                 )
         except BaseException:
             self._slots.remove(slot)
             raise
         if self._closed:
             await browser.close()
+            return
+        if browser.pid is not None:
+            slot.network_watch = await NetworkServiceWatch.start(browser.pid, lambda s=slot: self._network_lost(s))
+            if slot.network_watch is not None:
+                self._watched_boots += 1
+            elif browser.alive and not slot.network_lost:
+                self._unwatched_boots += 1
+                log.warning("browser %s: its network service was not found; a restart of it would go unnoticed",
+                            slot.index)
+        if self._closed or not browser.alive or slot.network_lost:
+            await browser.close()
+            if slot.network_lost and not self._closed:  # lost before its first lease: start another
+                self._slots.remove(slot)
+                self._replace(slot)
             return
         slot.browser = browser
         slot.state = "ready"
@@ -270,8 +352,8 @@ class BrowserPool:
                 lease = await self._take(slot)
                 break
             except CDPException:
-                if not (slot.browser and slot.browser.alive):
-                    continue  # the browser died under us; the next ready one will do
+                if not (slot.browser and slot.browser.alive) or slot.state != "ready":
+                    continue  # the browser died (or lost its network service) under us; the next ready one will do
                 raise
             finally:
                 slot.reserved -= 1
@@ -301,6 +383,8 @@ class BrowserPool:
         browser = slot.browser
         assert browser is not None
         context_id, page = None, None
+        if slot.state != "ready":
+            raise BrowserGone(f"browser {slot.index} is draining")
         while slot.warm:
             context_id, page = slot.warm.popleft()
             if page.session.failure is None:
@@ -423,6 +507,23 @@ class BrowserPool:
                 await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
                 self._slots.append(slot)
 
+    def _network_lost(self, slot: _Slot) -> None:
+        """The browser's network service died (``cdp.netwatch``): no lease may go on in it, warm or running."""
+        watch = slot.network_watch
+        pid = watch.pid if watch else 0
+        slot.network_lost = True
+        if slot.retiring or self._closed or slot.browser is None or not slot.browser.alive:
+            return  # a browser that died whole is the crash path's (``_on_gone``)
+        log.warning("browser %s: its network service (pid %s) died; recycling the browser", slot.index, pid)
+        self._drain(slot, RecycleReason.network_service)
+        browser = slot.browser
+        for context_id, _ in list(slot.warm):
+            if browser is not None:
+                self._spawn(self._dispose(browser, context_id), "pool-dispose")
+        slot.warm.clear()
+        for lease in list(slot.active):
+            self._spawn(lease.stop(NetworkServiceRestarted(pid)), "pool-stop-lease")
+
     def _on_gone(self, slot: _Slot, error: BrowserGone) -> None:
         if slot.retiring or self._closed:
             return
@@ -448,6 +549,8 @@ class BrowserPool:
     async def _close_browser(self, slot: _Slot) -> None:
         slot.state = "draining"
         slot.wake.set()
+        if slot.network_watch is not None:
+            slot.network_watch.close()
         if slot.refill_task:
             slot.refill_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -544,6 +647,7 @@ class BrowserPool:
             recycles=dict(self._recycles),
             lease_wait_seconds_total=self._wait_total,
             warm_contexts=sum(len(s.warm) for s in self._slots),
+            isolation=self.isolation(),
         )
 
     def browser_pids(self) -> list[int]:

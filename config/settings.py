@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from config.isolation import CHROME_USER
 from config.networks import parse_networks
 
 ENV_PREFIX = "BROWSERD_"
@@ -77,6 +78,17 @@ class Settings(BaseSettings):
     cdp_urls: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Attach to running browsers instead of launching (comma-separated ws:// or http://host:port).",
+    )
+    chrome_user: str = Field(
+        CHROME_USER,
+        description=("The unprivileged user a worker running as root starts Chrome as, so Chrome can run sandboxed "
+                     "and holds none of the worker's files; empty: none (Chrome then runs as root, unsandboxed)."),
+    )
+    browser_network_namespace: bool = Field(
+        True,
+        description=("Launch browsers in their own network namespace holding only loopback, their egress gates the "
+                     "one way out (needs root or CAP_SYS_ADMIN; where refused, browserd says so and falls back). "
+                     "Off: browsers share the worker's network (docs/security.md)."),
     )
     launch_timeout: float = Field(20.0, gt=0, description="Seconds a launched browser has to open its DevTools port.")
     cdp_timeout: float = Field(30.0, gt=0, description="Default timeout in seconds for one CDP command.")

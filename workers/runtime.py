@@ -22,6 +22,7 @@ from typing import Any
 
 import cdp
 from config import ConfigError, Settings
+from config.isolation import HEARTBEAT_FIELD
 from workers.agent import LLMProviderError, provider_class
 from workers.instrument import PrometheusTelemetry, instrument_pool, serve_metrics
 from workers.jobs.model.status import JobStatus
@@ -218,6 +219,7 @@ class WorkerRuntime:
             "concurrency": self.settings.worker_concurrency,
             "running": len(self.pipeline.runs),
             "metrics_port": self._metrics.server_port if self._metrics else "",
+            HEARTBEAT_FIELD: self.pool.isolation().encode() if self.pool else "",
         }
         for feature in self.pipeline.features:
             info.update(feature.report())

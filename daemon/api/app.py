@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import daemon.api.artifacts as artifacts
 import daemon.api.batches as batches
@@ -29,6 +29,7 @@ import daemon.api.sessions as sessions
 import daemon.console as console
 import daemon.mcp.http as mcp_http
 from config import Settings, get_settings
+from config.isolation import IsolationLayer
 from daemon.api.content_types import RequireJsonBodies
 from daemon.api.deps import Store
 from daemon.api.errors import ApiError, ErrorBody
@@ -47,6 +48,12 @@ class Health(BaseModel):
     workers: int | None = None
 
 
+class Ready(Health):
+    isolation: dict[IsolationLayer, bool] | None = Field(
+        None, description="Each isolation layer of the workers' browsers (docs/security.md): true when every live "
+                          "worker that reports it has it (a worker says why one is off in its log and `browserd doctor`).")
+
+
 health = APIRouter()
 
 
@@ -56,9 +63,10 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
-@health.get("/readyz", response_model=Health, responses={503: {"model": ErrorBody}})
-async def readyz(store: Store) -> Health:
-    """Redis answers and at least one worker sent a heartbeat recently."""
+@health.get("/readyz", response_model=Ready, responses={503: {"model": ErrorBody}})
+async def readyz(store: Store) -> Ready:
+    """Redis answers and at least one worker sent a heartbeat recently; ``isolation`` says which layers
+    the workers' browsers have (docs/security.md)."""
     try:
         await store.redis.ping()
     except Exception as exc:
@@ -67,7 +75,7 @@ async def readyz(store: Store) -> Health:
     if not workers:
         raise ApiError(503, "not_ready", f"no worker sent a heartbeat in the last {WORKER_FRESH_SECONDS:g}s; "
                        "start one with 'browserd worker'")
-    return Health(status="ready", workers=len(workers))
+    return Ready(status="ready", workers=len(workers), isolation=await store.worker_isolation(workers))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -23,7 +23,8 @@ CLEARED = ("BROWSERD_REDIS_URL", "BROWSERD_API_URL", "BROWSERD_API_TOKEN", "BROW
 
 
 def processes_with(marker: bytes) -> list[int]:
-    """Processes whose environment carries ``marker`` (every descendant of the demo inherits it)."""
+    """Processes whose environment carries ``marker`` (every descendant of the demo inherits it), or a
+    directory under it (Chrome run as its own user gets a ``$TMPDIR`` of its own there: cdp.confinement)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != os.getpid():
@@ -31,7 +32,7 @@ def processes_with(marker: bytes) -> list[int]:
                 environ = Path(f"/proc/{entry}/environ").read_bytes()
             except OSError:
                 continue
-            if marker in environ.split(b"\0"):
+            if any(var == marker or var.startswith(marker + b"/") for var in environ.split(b"\0")):
                 found.append(int(entry))
     return found
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 import time
 from collections.abc import Callable
 
@@ -51,9 +50,13 @@ async def test_missing_chrome_binary_gives_a_clear_error(monkeypatch):
 
 @pytest.mark.e2e  # launches Chrome
 async def test_chrome_that_fails_to_start_reports_its_stderr(tmp_path):
+    tmp_path.chmod(0o755)  # a root worker runs Chrome as its own user (cdp.confinement): it must reach the binary
+    for parent in tmp_path.parents:
+        if parent.stat().st_uid == os.geteuid():
+            parent.chmod(parent.stat().st_mode | 0o005)
     fake = tmp_path / "fake-chrome"
     fake.write_text("#!/bin/sh\necho 'cannot open display: simulated failure' >&2\nexit 3\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    fake.chmod(0o755)
     with pytest.raises(ChromeLaunchError, match="simulated failure") as info:
         await Browser.launch(str(fake), timeout=5)
     assert "exited with code 3" in str(info.value)

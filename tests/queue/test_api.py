@@ -56,6 +56,9 @@ def test_health_needs_no_token_and_ready_sees_the_worker(deploy: Stack) -> None:
     assert deploy.call("GET", "/healthz", token=None) == (200, {"status": "ok", "workers": None})
     status, ready = deploy.call("GET", "/readyz", token=None)
     assert status == 200 and ready["workers"] == 1
+    # run as root (CI, the dev machine): the worker's browsers have every isolation layer (docs/security.md)
+    assert ready["isolation"] == {layer: True for layer in ("namespace", "sandbox", "separate_user", "webrtc_policy",
+                                                            "network_service_watch", "minimal_environment")}
 
 
 def test_openapi_schema_is_served(deploy: Stack) -> None:

@@ -121,8 +121,10 @@ def failure(exc: BaseException, *, lease: cdp.Lease | None = None, started: date
     if isinstance(exc, CANCELLED):
         return JobResult(status=JobStatus.cancelled, error=str(exc), started_at=started, finished_at=now)
     stopped = lease.stopped if lease is not None else None
-    if stopped is not None:
+    if isinstance(stopped, cdp.ResourceLimitExceeded):
         category, message = FailureCategory.resource_limit, str(ResourceLimit(str(stopped)))
+    elif stopped is not None:  # the pool stopped the lease for its browser's sake (a lost network service)
+        category, message = category_of(stopped), str(stopped)
     else:
         category, message = category_of(exc), str(exc)
     if category is None:

@@ -51,6 +51,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from config.isolation import IsolationLayer
 from workers.jobs.model.result import StepRecord
 from workers.jobs.model.status import FailureCategory, JobStatus, LlmOutcome
 from workers.jobs.queue.names import QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
@@ -349,6 +350,11 @@ class PoolCollector(Collector):
         if stats:
             memory.add_metric([], sum(st.memory_bytes for st in stats))
         yield memory
+        layers = ({layer.value: float(all(st.isolation.get(layer, False) for st in stats)) for layer in IsolationLayer}
+                  if stats else None)
+        yield _gauge("browserd_isolation_layer", "1 when every browser of this worker has the isolation layer "
+                     "(docs/security.md), 0 when it is off here; the worker's log and `browserd doctor` say why.",
+                     "layer", layers)
 
 
 @dataclass(frozen=True)
@@ -358,12 +364,13 @@ class _PoolReading:
     browsers: dict[str, int]
     leases_in_use: int
     memory_bytes: int
+    isolation: dict[IsolationLayer, bool]
 
     @classmethod
     def of(cls, pool: BrowserPool) -> _PoolReading:
         stats = _stats(pool)
         memory = pool.memory_bytes()  # /proc reads in the pool's browser layer; a dead browser counts 0
-        return cls(stats.browsers, stats.leases_in_use, memory)
+        return cls(stats.browsers, stats.leases_in_use, memory, stats.isolation.active if stats.isolation else {})
 
 
 def _stats(pool: BrowserPool) -> PoolStats:

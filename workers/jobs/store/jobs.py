@@ -15,6 +15,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from config.isolation import HEARTBEAT_FIELD, IsolationLayer, decode_layers
+
 from workers.jobs.ids import is_id, new_id
 from workers.jobs.model.record import EventType, JobEvent, JobRecord
 from workers.jobs.model.result import EncodedResult, JobResult, RunRecord, StepRecord
@@ -361,6 +363,17 @@ class JobStore:
     async def worker_gone(self, worker_id: str) -> None:
         await self.redis.zrem(self.keys.workers, worker_id)
         await self.redis.delete(self.keys.worker(worker_id))
+
+    async def worker_isolation(self, worker_ids: list[str]) -> dict[IsolationLayer, bool] | None:
+        """Each isolation layer, true when every one of these workers reports it active (None: none reports)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for worker_id in worker_ids:
+                pipe.hget(self.keys.worker(worker_id), HEARTBEAT_FIELD)
+            fields = await pipe.execute()
+        reports = [decode_layers(field) for field in fields if field]
+        if not reports:
+            return None
+        return {layer: all(report.get(layer, False) for report in reports) for layer in IsolationLayer}
 
     async def live_workers(self, within: float = WORKER_FRESH_SECONDS) -> list[str]:
         """Workers that sent a heartbeat in the last ``within`` seconds."""
