@@ -40,7 +40,7 @@ import ipaddress
 import logging
 import socket
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -182,6 +182,24 @@ class Gate:
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
+    @contextlib.asynccontextmanager
+    async def side_door(self) -> AsyncIterator[str]:
+        """A proxy address into this gate on the worker's own loopback, for what browserd fetches on
+        the job's behalf (robots.txt), judged by the job's rule like the browser's own requests.
+
+        Why not the gate's port: with browsers in their own network namespace that port is on *their*
+        loopback, which the worker cannot reach. The door listens only while the fetch runs, and the
+        proxy refuses any request that would come back into it (``EgressProxy._is_own_port``)."""
+        server = await asyncio.start_server(self._accept, self.proxy.host, 0, limit=MAX_HEAD)
+        port = server.sockets[0].getsockname()[1]
+        self.proxy.doors.add(port)
+        try:
+            yield f"http://{self.proxy.host}:{port}"
+        finally:
+            self.proxy.doors.discard(port)
+            server.close()
+            await server.wait_closed()
+
     def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.get_running_loop().create_task(self.proxy.serve(self, reader, writer))
         self._tasks.add(task)
@@ -255,6 +273,7 @@ class EgressProxy:
         self.default_rule: EgressRule = default_rule or DenyAll()
         self.resolve = resolver or system_resolver
         self.gates: set[Gate] = set()
+        self.doors: set[int] = set()  # ports of open side doors (Gate.side_door), on this process's loopback
         self.refused = 0
 
     async def open_gate(self, rule: EgressRule | None = None) -> Gate:
@@ -269,7 +288,13 @@ class EgressProxy:
         await asyncio.gather(*(g.close() for g in list(self.gates)), return_exceptions=True)
 
     def _is_own_port(self, address: IPAddress, port: int) -> bool:
-        return unmapped(address).is_loopback and any(g.port == port for g in self.gates)
+        """Whether an outbound connection would come back into this proxy: into a side door, or into
+        a gate when gates listen on this process's own loopback. Gates made inside the browsers'
+        network namespace have port numbers of *that* loopback, which the proxy's outbound connections
+        (made from the host's namespace) never reach: a host service on the same number is not the proxy."""
+        if not unmapped(address).is_loopback:
+            return False
+        return port in self.doors or (self.listen is None and any(g.port == port for g in self.gates))
 
     # --- one client connection ---------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 
 import pytest_asyncio
@@ -84,6 +85,46 @@ async def test_a_gate_is_never_a_destination_even_with_loopback_open(proxy):
     reply = await exchange(gate.port, f"CONNECT 127.0.0.1:{other.port} HTTP/1.1\r\n\r\n".encode())
     assert reply.startswith(b"HTTP/1.1 403") and b"egress proxy" in reply
     assert gate.decisions[-1].address is None
+
+
+async def test_a_side_door_is_judged_by_its_gates_rule_and_is_never_a_destination(proxy, origin):
+    """What browserd fetches for a job (robots.txt) goes in through a side door on this process's
+    loopback, under the job's rule; while open, the door is refused as a destination like a gate."""
+    gate, other = await proxy.open_gate(), await proxy.open_gate()
+    async with gate.side_door() as door:
+        port = int(door.rsplit(":", 1)[1])
+        reply = await exchange(port, f"GET http://127.0.0.1:{origin.port}/robots.txt HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.1 200") and gate.decisions[-1].allowed
+        looped = await exchange(other.port, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
+        assert looped.startswith(b"HTTP/1.1 403") and b"egress proxy" in looped
+        gate.admit(DenyAll("the job's browser context is closed"))
+        assert await exchange(port, f"GET http://127.0.0.1:{origin.port}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode()) == b""
+    assert proxy.doors == set(), "the door closes with the fetch"
+
+
+async def test_a_host_service_on_a_namespaced_gates_port_number_is_not_the_proxy(origin):
+    """Gates made elsewhere (the browsers' network namespace; here another loopback address) have port
+    numbers of that loopback: a host service that happens to use the same number stays reachable
+    (CI once saw a job's shop refused as "browserd's egress proxy")."""
+    async def elsewhere(host: str) -> socket.socket:
+        sock = socket.socket()
+        sock.bind(("127.0.0.3", origin.port))  # the same number as the host service
+        sock.listen()
+        sock.setblocking(False)
+        return sock
+
+    proxy = EgressProxy(default_rule=LOOPBACK, listen=elsewhere)
+    try:
+        gate = await proxy.open_gate()
+        assert gate.port == origin.port
+        reader, writer = await asyncio.open_connection("127.0.0.3", gate.port)
+        writer.write(f"GET http://127.0.0.1:{origin.port}/shop HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        await writer.drain()
+        reply = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert reply.startswith(b"HTTP/1.1 200") and reply.endswith(b"GET /shop HTTP/1.1|")
+    finally:
+        await proxy.close()
 
 
 async def test_a_gate_refuses_everything_until_a_job_admits_its_rule(origin):

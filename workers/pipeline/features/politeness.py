@@ -10,7 +10,7 @@ Each navigation the agent makes asks the job's gate (``JobGate``): robots.txt fi
 respects it), then the domain's delay (``min_delay``). Each wait shows in the job's event stream as
 a ``politeness`` event and in ``browserd_politeness_wait_seconds`` / ``_waiting_jobs``.
 
-robots.txt is fetched through the job's own egress gate (its proxy port): the fetch is judged by
+robots.txt is fetched through the job's own egress gate (its side door): the fetch is judged by
 the very rule the job's browser is, so politeness can never reach an address the job could not.
 
 Slots, spacing and the robots.txt cache live in the shared Redis, across every worker. A run with
@@ -229,12 +229,13 @@ class JobGate:
         headers = {"User-Agent": f"{self.politeness.settings.robots_user_agent} (robots.txt)"}
         refused_before = self.egress.refused
         try:
-            async with httpx.AsyncClient(proxy=self.egress.proxy_server, trust_env=False, timeout=ROBOTS_TIMEOUT,
-                                         follow_redirects=True, max_redirects=ROBOTS_REDIRECTS,
-                                         headers=headers) as client:
-                async with client.stream("GET", address) as response:
-                    body = await _read_capped(response)
-                    return RobotsFile(response.status_code, body.decode("utf-8", errors="replace"))
+            async with self.egress.side_door() as door:
+                async with httpx.AsyncClient(proxy=door, trust_env=False, timeout=ROBOTS_TIMEOUT,
+                                             follow_redirects=True, max_redirects=ROBOTS_REDIRECTS,
+                                             headers=headers) as client:
+                    async with client.stream("GET", address) as response:
+                        body = await _read_capped(response)
+                        return RobotsFile(response.status_code, body.decode("utf-8", errors="replace"))
         except httpx.HTTPError as exc:
             if self.egress.refused > refused_before:
                 decision = self.egress.unreported()[-1]
