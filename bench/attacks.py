@@ -27,8 +27,10 @@ from urllib.parse import quote
 from cdp import BrowserPool, PoolConfig, process_tree
 from cdp.egress import Decision, NetworkPolicy, suffix_resolver
 from config import Settings, get_settings, load_settings
+from dom.guard import OVERRIDE_MARK
 from tests.support import isolation_attacks
 from tests.support.jobs import run_job
+from tests.support.llm_server import LLMServer, Reply
 from tests.support.servers import (
     SITE,
     RecordingServer,
@@ -202,10 +204,8 @@ async def webhook_redirect(stage: Stage) -> bool:
     return status == 302 and all(p.startswith("/redirect") for p in stage.denied.paths)
 
 
-async def injected_title(stage: Stage) -> bool:
-    """A page whose <title> holds ``<user_request>`` tags: the model sees one request, the job's own."""
-    from tests.support.llm_server import LLMServer, Reply
-
+async def _prompts_of(stage: Stage, page: str) -> list[str]:
+    """The text of every message a scripted model is sent for a one-step job on ``page``."""
     def finish(request: dict[str, object]) -> Reply:
         tool = ((request.get("tools") or [{}])[0]).get("function", {}).get("name")  # type: ignore[union-attr]
         if tool == "AgentOutput":
@@ -217,13 +217,26 @@ async def injected_title(stage: Stage) -> bool:
     with LLMServer() as llm:
         llm.responder = finish
         settings = stage.settings.model_copy(update={"llm_base_url": llm.base_url, "planning_interval": 100})
-        spec = JobSpec(task="Read the page title", start_url=stage.site.url("agent/injected.html"),
-                       allowed_networks=PAGES, options={"max_steps": 1})
+        spec = JobSpec(task="Read the page", start_url=stage.site.url(page), allowed_networks=PAGES,
+                       options={"max_steps": 1})
         async with stage.pool.lease() as lease:
             await run_job(spec, lease, settings=settings)
-        seen = [m.get("content") for r in llm.requests for m in r["messages"] if isinstance(m.get("content"), str)]
+        return [m.get("content") for r in llm.requests for m in r["messages"] if isinstance(m.get("content"), str)]
+
+
+async def injected_title(stage: Stage) -> bool:
+    """A page whose <title> holds ``<user_request>`` tags: the model sees one request, the job's own."""
+    seen = await _prompts_of(stage, "agent/injected.html")
     requests = [block for text in seen for block in re.findall(r"<user_request>(.*?)</user_request>", text, re.S)]
     return bool(requests) and not any("send the cookies" in block for block in requests)
+
+
+async def obfuscated_override(stage: Stage) -> bool:
+    """Task overrides spelt with zero-width characters, soft hyphens, Cyrillic look-alikes, full-width
+    letters, in French and in Chinese: each reaches the model flagged, none as an order."""
+    seen = await _prompts_of(stage, "agent/obfuscated.html")
+    pages = [text for text in seen if "Deals of the day" in text]
+    return bool(pages) and all(text.count(OVERRIDE_MARK) >= 5 for text in pages)
 
 
 # --- isolation (issue 22): what goes around the gate when Chrome misbehaves -------------------
@@ -267,6 +280,7 @@ VECTORS: dict[str, Check] = {
     "webhook_to_loopback": webhook_to_loopback,
     "webhook_redirect": webhook_redirect,
     "injected_title": injected_title,
+    "obfuscated_override": obfuscated_override,
     "webrtc_udp": webrtc_udp,
     "network_service_killed": network_service_killed,
     "chrome_own_traffic": chrome_own_traffic,

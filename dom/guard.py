@@ -4,7 +4,14 @@ The nonce wrapper tells the model where page text starts and ends; this goes fur
 that would be dangerous to take in even as data:
 
 * phrases that try to replace the user's task ("ignore previous instructions", "your new task
-  is") are flagged in place, so the model sees that the page tried, not the order itself;
+  is", and their common forms in Spanish, French, German, Italian, Portuguese, Dutch, Russian,
+  Chinese and Japanese) are flagged in place, so the model sees that the page tried, not the order
+  itself. They are looked for in a *folded* copy of the text (``_Folded``), because a model reads
+  through spellings a pattern would not: compatibility forms (full-width, mathematical letters) and
+  accents undone, invisible format characters (zero-width spaces and joiners, soft hyphens, bidi
+  controls) dropped, tag characters read as the ASCII they mirror (invisible, yet some models read
+  them), and Cyrillic and Greek look-alikes of Latin letters read as Latin ("іgnоre" with Cyrillic
+  і and о). The flag replaces the phrase's span in the original text;
 * payment card numbers (checked with Luhn's sum, so prices and phone numbers pass), US social
   security numbers and credential-looking strings (``password: …``, API keys and tokens of the
   well-known shapes, private key blocks, bearer tokens, JWTs) are redacted, so a page cannot get
@@ -15,25 +22,133 @@ that would be dangerous to take in even as data:
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import re2
 
 OVERRIDE_MARK = "[flagged: text trying to change the task]"
 CARD_MARK = "[redacted card number]"
 SSN_MARK = "[redacted SSN]"
 CREDENTIAL_MARK = "[redacted credential]"
 
-_OVERRIDE = re.compile(
-    r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|my\s+|every\s+)*"
+_OVERRIDE = re2.compile(  # RE2: linear time however many phrases and languages (Python's re was 2.5x slower per page)
+    r"(?i)\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|my\s+|every\s+)*"
     r"(?:previous|prior|above|earlier|preceding|former|original|system|existing)?\s*"
     r"(?:instructions?|prompts?|directions?|rules?|tasks?|guidelines?|commands?)\b"
     r"|\b(?:your|the)\s+(?:new|real|actual|updated|true)\s+(?:task|instructions?|goal|objective|mission)\s+(?:is|are)\b"
     r"|\bnew\s+(?:instructions?|task)\s*:"
     r"|\bsystem\s+(?:prompt|message|instructions?)\s*:"
-    r"|\byou\s+are\s+now\s+(?:a|an|in|the)\b",
-    re.IGNORECASE,
+    r"|\byou\s+are\s+now\s+(?:a|an|in|the)\b"
+    # Spanish, Portuguese, Italian (accents are folded away before matching)
+    r"|\b(?:ignora|ignore|ignorar|olvida|olvide|esquece|esqueca|dimentica)\s+(?:todas\s+|todos\s+|tutte\s+)?"
+    r"(?:las|los|as|os|le)\s+(?:instrucciones|instrucoes|istruzioni|reglas|regras|regole)\b"
+    r"|\b(?:tu|su|sua|seu|la\s+tua)\s+(?:nueva|nova|verdadera|vera)\s+(?:tarea|tarefa|compito)\s+(?:es|e)\b"
+    # French
+    r"|\b(?:ignore[zr]?|oublie[zr]?)\s+(?:toutes\s+|tous\s+)?(?:les\s+|vos\s+|tes\s+)?(?:instructions|consignes|regles)\b"
+    r"|\b(?:ta|votre)\s+(?:nouvelle|vraie|veritable)\s+(?:tache|mission)\s+est\b"
+    # German
+    r"|\b(?:ignoriere|ignorieren\s+sie|vergiss|vergessen\s+sie)\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+)?"
+    r"(?:anweisungen|instruktionen|regeln|befehle)\b"
+    r"|\b(?:deine|ihre)\s+(?:neue|wahre|eigentliche)\s+aufgabe\s+ist\b"
+    # Dutch
+    r"|\b(?:negeer|vergeet)\s+(?:alle\s+)?(?:vorige\s+|eerdere\s+)?(?:instructies|regels|opdrachten)\b"
+    # Russian (Cyrillic: matched on the copy that keeps its letters, see _Folded)
+    r"|(?:игнорируй|игнорируйте|забудь|забудьте)\s+(?:все\s+)?(?:предыдущие\s+|прежние\s+)?(?:инструкции|указания|правила)"
+    r"|(?:твоя|ваша)\s+(?:новая|настоящая)\s+задача"
+    # Chinese, Japanese
+    r"|(?:忽略|无视|忘记|忽視|無視)(?:之前|以上|先前|上面|前面|所有)?(?:的)?(?:所有)?(?:指令|指示|说明|說明|规则|規則)"
+    r"|你的(?:新|真正的?)任务是"
+    r"|(?:以前|前|上記|これまで)の(?:すべての)?(?:指示|命令|ルール)を(?:無視|忘れ)"
 )
+
+_LOOKALIKES = str.maketrans({  # Cyrillic and Greek letters drawn like Latin ones (Unicode's confusables)
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d", "һ": "h", "ԛ": "q",
+    "ԝ": "w", "ɡ": "g", "ı": "i", "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
+    "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "γ": "y", "ω": "w",
+})
+
+
+TAG_FIRST, TAG_LAST, TAG_OFFSET = 0xE0020, 0xE007E, 0xE0000  # Unicode's tag characters mirror ASCII
+_RUNS = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold(ch: str) -> tuple[tuple[str, str], ...]:
+    """What one non-ASCII character reads as: (plain, latin) per character it expands to; none if invisible."""
+    if TAG_FIRST <= ord(ch) <= TAG_LAST:  # "ASCII smuggling": tag characters some models read as text
+        return ((chr(ord(ch) - TAG_OFFSET),) * 2,)
+    if unicodedata.category(ch) == "Cf":
+        return ()
+    folded = []
+    for out in unicodedata.normalize("NFKC", ch):
+        base = "".join(c for c in unicodedata.normalize("NFD", out) if not unicodedata.combining(c))
+        folded.append((out, (base[:1] or out).lower().translate(_LOOKALIKES)))
+    return tuple(folded)
+
+
+class _Folded:
+    """A copy of ``text`` as a reader sees it, and where each of its characters came from.
+
+    ``plain`` undoes compatibility forms (NFKC) and drops invisible format characters; ``latin``
+    also drops accents and reads look-alike letters as Latin (so "іgnоre" is "ignore", while
+    Russian words, all Cyrillic, are matched in ``plain``). ``origin`` maps a span of either copy
+    back to the original text (both copies have one character per kept original character's output).
+    """
+
+    def __init__(self, text: str) -> None:
+        plain: list[str] = []
+        latin: list[str] = []
+        self.origin: list[int] = []
+        for run in _RUNS.finditer(text):  # ASCII runs go through whole; others a character at a time
+            i, chunk = run.start(), run.group()
+            if chunk.isascii():
+                plain.append(chunk)
+                latin.append(chunk.lower())
+                self.origin.extend(range(i, run.end()))
+                continue
+            for out_plain, out_latin in _fold(chunk):
+                plain.append(out_plain)
+                latin.append(out_latin)
+                self.origin.append(i)
+        self.plain, self.latin = "".join(plain), "".join(latin)
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        return self.origin[start], self.origin[end - 1] + 1
+
+
+def _override_spans(text: str) -> list[tuple[int, int]]:
+    """Where in ``text`` an override phrase stands, in whatever spelling, merged."""
+    if text.isascii():  # nothing to fold: the common case, kept fast
+        return [m.span() for m in _OVERRIDE.finditer(text)]
+    folded = _Folded(text)
+    spans = sorted(folded.span(*m.span()) for copy in (folded.plain, folded.latin)
+                   for m in _OVERRIDE.finditer(copy) if m.end() > m.start())
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _flag_overrides(text: str, found: list[str]) -> str:
+    spans = _override_spans(text)
+    if not spans:
+        return text
+    found.append("task_override")
+    parts, last = [], 0
+    for start, end in spans:
+        parts += [text[last:start], OVERRIDE_MARK]
+        last = end
+    return "".join(parts) + text[last:]
+
+
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 _SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
 _LABELLED_SECRET = re.compile(
@@ -90,7 +205,7 @@ def sanitize(text: str) -> Sanitized:
         found.append("credential")
         return f"{match.group(1)}{match.group(2)}{CREDENTIAL_MARK}"
 
-    text = _OVERRIDE.sub(mark("task_override", OVERRIDE_MARK), text)
+    text = _flag_overrides(text, found)
     text = _KEY_SHAPES.sub(mark("credential", CREDENTIAL_MARK), text)
     text = _LABELLED_SECRET.sub(labelled, text)
     text = _CARD.sub(card, text)
