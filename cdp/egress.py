@@ -46,7 +46,8 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from cdp.upstream import DestinationUnreachable, UpstreamFailure, UpstreamProxy
-from config.networks import IPAddress, IPNetwork, network_kind, unmapped
+from config.hosts import canonical_host
+from config.networks import IPAddress, IPNetwork, closed_kind, networks, unmapped
 
 log = logging.getLogger("browserd.egress")
 
@@ -86,18 +87,15 @@ class NetworkPolicy:
         return None
 
     def address_refusal(self, address: IPAddress) -> str | None:
-        kind = network_kind(address)
-        if kind is None or self.allow_private:
-            return None
-        plain = unmapped(address)
-        if any(plain.version == net.version and plain in net for net in self.allowed):
+        kind = None if self.allow_private else closed_kind(address, self.allowed)
+        if kind is None:
             return None
         return f"address {address} is {kind}, a private network the job has not opened"
 
     @classmethod
     def build(cls, allow_private: bool, cidrs: Iterable[str]) -> NetworkPolicy:
         """From validated CIDR strings (settings, a job spec)."""
-        return cls(allow_private, tuple(ipaddress.ip_network(c, strict=False) for c in cidrs))
+        return cls(allow_private, tuple(networks(cidrs)))
 
 
 @dataclass(frozen=True)
@@ -317,8 +315,10 @@ class EgressProxy:
                 await writer.wait_closed()
 
     async def judge(self, gate: Gate, method: str, host: str, port: int) -> Decision:
-        """Resolve and judge one destination; the decision names the address to connect to."""
-        host = host.lower().strip("[]")
+        """Resolve and judge one destination; the decision names the address to connect to. The
+        host is judged, resolved and recorded in its one spelling (``config.hosts``): ``EVIL.example.``
+        is ``evil.example`` to the domain lists, ``2130706433`` is 127.0.0.1 to them and to the resolver."""
+        host = canonical_host(host)
         decision = Decision(method, host, port, None, gate.rule.host_refusal(host, port))
         if decision.refusal is None:
             try:
