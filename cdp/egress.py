@@ -232,12 +232,12 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
 
 def suffix_resolver(suffix: str, address: str) -> Resolver:
     """A resolver answering ``address`` for every name ending in ``suffix``, the system's answer
-    otherwise (as Chrome's ``--host-resolver-rules "MAP *.test 127.0.0.1"``): distinct origins on
-    one machine, for tests and benchmarks."""
+    otherwise (as Chrome's ``--host-resolver-rules "MAP *.test 127.0.0.1"``; trailing dots ignored, as
+    DNS ignores them): distinct origins on one machine, for tests and benchmarks."""
     fixed = [ipaddress.ip_address(address)]
 
     async def resolve(host: str, port: int) -> list[IPAddress]:
-        return list(fixed) if host.endswith(suffix) else await system_resolver(host, port)
+        return list(fixed) if host.rstrip(".").endswith(suffix) else await system_resolver(host, port)
 
     return resolve
 
