@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from typing import NamedTuple
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -49,21 +50,28 @@ def _low32(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
     return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
 
 
-def _embedded(address: IPAddress) -> tuple[ipaddress.IPv4Address, bool] | None:
-    """The IPv4 address an IPv6 address carries, and whether the IPv6 address is simply that address
-    (transparent) rather than closed in its own right; None when it carries none."""
+class _Carried(NamedTuple):
+    """The IPv4 address an IPv6 address carries; ``transparent``: the IPv6 address simply is it
+    (rather than being closed in its own right)."""
+
+    address: ipaddress.IPv4Address
+    transparent: bool
+
+
+def _embedded(address: IPAddress) -> _Carried | None:
+    """What an IPv6 address carries; None when it carries no IPv4 address."""
     if not isinstance(address, ipaddress.IPv6Address) or address in _UNWRAPPED_NEVER:
         return None
     if address.ipv4_mapped is not None:
-        return address.ipv4_mapped, True
+        return _Carried(address.ipv4_mapped, True)
     if address.sixtofour is not None:
-        return address.sixtofour, True
+        return _Carried(address.sixtofour, True)
     if any(address in net for net in _TRANSPARENT):
-        return _low32(address), True
+        return _Carried(_low32(address), True)
     if address.teredo is not None:
-        return address.teredo[1], False  # the client behind the relay
+        return _Carried(address.teredo[1], False)  # the client behind the relay
     if any(address in net for net in _OPAQUE):
-        return _low32(address), False
+        return _Carried(_low32(address), False)
     return None
 
 
@@ -73,7 +81,7 @@ def unmapped(address: IPAddress) -> IPAddress:
     ``::a.b.c.d``, 6to4 ``2002::/16``, Teredo's client), else ``address`` itself. A gateway on the
     path may turn such an address into the IPv4 one, so it is judged as (at least) that."""
     inner = _embedded(address)
-    return address if inner is None else inner[0]
+    return address if inner is None else inner.address
 
 
 def _own_kind(address: IPAddress) -> str | None:
@@ -94,9 +102,8 @@ def network_kind(address: IPAddress) -> str | None:
     inner = _embedded(address)
     if inner is None:
         return _own_kind(address)
-    embedded, transparent = inner
-    kind = _own_kind(embedded)
-    if kind is not None or transparent:
+    kind = _own_kind(inner.address)
+    if kind is not None or inner.transparent:
         return kind
     return _own_kind(address)
 
@@ -104,7 +111,7 @@ def network_kind(address: IPAddress) -> str | None:
 def is_opened(address: IPAddress, opened: Iterable[IPNetwork]) -> bool:
     """Whether one of the ``opened`` networks holds ``address`` (or the IPv4 address it simply is)."""
     inner = _embedded(address)
-    candidates = [address] if inner is None or not inner[1] else [address, inner[0]]
+    candidates = [address] if inner is None or not inner.transparent else [address, inner.address]
     return any(a.version == net.version and a in net for net in opened for a in candidates)
 
 
