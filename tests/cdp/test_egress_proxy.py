@@ -187,7 +187,8 @@ async def test_a_denied_name_is_refused_in_any_spelling_even_where_it_resolves_t
         assert all(d.address is None and d.refusal == "domain not allowed" for d in gate.decisions)
         assert {d.host for d in gate.decisions} == {"evil.example", "api.evil.example", "127.0.0.1", "::ffff:7f00:1"}
         gate.admit(JobEgress(UrlPolicy.build(job_denied=["other.example"]), LOOPBACK))
-        reply = await exchange(gate.port, f"GET http://Evil.Example.:{origin.port}/ok HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        allowed = f"GET http://Evil.Example.:{origin.port}/ok HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+        reply = await exchange(gate.port, allowed)
         assert reply.endswith(b"GET /ok HTTP/1.1|"), "an allowed name still goes through, respelled or not"
     finally:
         await proxy.close()
