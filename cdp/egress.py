@@ -68,7 +68,8 @@ class EgressRule(Protocol):
     """What a gate asks about each connection a context wants to open."""
 
     def host_refusal(self, host: str, port: int) -> str | None:
-        """Why the name ``host`` (lowercase, no brackets) is refused, before resolving; None: go on."""
+        """Why ``host`` (in its one spelling, ``config.hosts.canonical_host``: an IP literal as its
+        address, a name as lowercase ASCII without trailing dots) is refused, before resolving; None: go on."""
         ...
 
     def address_refusal(self, address: IPAddress) -> str | None:
