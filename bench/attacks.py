@@ -263,6 +263,30 @@ async def chrome_own_traffic(stage: Stage) -> bool:
     return await isolation_attacks.default_context_reaches(stage.pool, stage.denied) == []
 
 
+# --- names and addresses (issue 22, finding 6): a denied name or a closed address respelled ------
+
+
+async def trailing_dot_domain(stage: Stage) -> bool:
+    """``evil.test`` denied: a page's fetch and iframe to ``evil.test.`` (the same name to DNS) and the
+    job's own navigation to ``EVIL.test.`` are refused by name; nothing reaches the recorder."""
+    target = quote(stage.denied.url("agent/secret.html", host="evil.test."), safe="")
+    page = stage.site.url(f"agent/firewall.html?fetch=1&frame=1&target={target}")
+    await stage.run(_visit(page, denied_domains=["evil.test"]))
+    from_page = stage.denied.paths == []
+    result, decisions = await stage.run(_visit(stage.denied.url("agent/secret.html", host="EVIL.test."), 0.2,
+                                               denied_domains=["evil.test"]))
+    return from_page and result.category == "url_blocked" and stage.denied.paths == [] \
+        and all(d.address is None for d in decisions if d.host == "evil.test")
+
+
+async def nat64_address(stage: Stage) -> bool:
+    """The metadata service and the recorder's loopback address spelled through NAT64 (``64:ff9b::/96``,
+    as a DNS64 resolver answers): refused before dialling, as their IPv4 spellings are."""
+    metadata = await _refused_before_dialling(stage, "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/")
+    loop = await _refused_before_dialling(stage, stage.denied.url("agent/secret.html", host="[64:ff9b::7f00:1]"))
+    return metadata and loop and stage.denied.paths == []
+
+
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
     "service_worker": service_worker,
@@ -284,6 +308,9 @@ VECTORS: dict[str, Check] = {
     "webrtc_udp": webrtc_udp,
     "network_service_killed": network_service_killed,
     "chrome_own_traffic": chrome_own_traffic,
+    # names and addresses (issue 22, finding 6)
+    "trailing_dot_domain": trailing_dot_domain,
+    "nat64_address": nat64_address,
 }
 
 

@@ -46,7 +46,8 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from cdp.upstream import DestinationUnreachable, UpstreamFailure, UpstreamProxy
-from config.networks import IPAddress, IPNetwork, network_kind, unmapped
+from config.hosts import canonical_host
+from config.networks import IPAddress, IPNetwork, closed_kind, networks, unmapped
 
 log = logging.getLogger("browserd.egress")
 
@@ -67,7 +68,8 @@ class EgressRule(Protocol):
     """What a gate asks about each connection a context wants to open."""
 
     def host_refusal(self, host: str, port: int) -> str | None:
-        """Why the name ``host`` (lowercase, no brackets) is refused, before resolving; None: go on."""
+        """Why ``host`` (in its one spelling, ``config.hosts.canonical_host``: an IP literal as its
+        address, a name as lowercase ASCII without trailing dots) is refused, before resolving; None: go on."""
         ...
 
     def address_refusal(self, address: IPAddress) -> str | None:
@@ -86,18 +88,15 @@ class NetworkPolicy:
         return None
 
     def address_refusal(self, address: IPAddress) -> str | None:
-        kind = network_kind(address)
-        if kind is None or self.allow_private:
-            return None
-        plain = unmapped(address)
-        if any(plain.version == net.version and plain in net for net in self.allowed):
+        kind = None if self.allow_private else closed_kind(address, self.allowed)
+        if kind is None:
             return None
         return f"address {address} is {kind}, a private network the job has not opened"
 
     @classmethod
     def build(cls, allow_private: bool, cidrs: Iterable[str]) -> NetworkPolicy:
         """From validated CIDR strings (settings, a job spec)."""
-        return cls(allow_private, tuple(ipaddress.ip_network(c, strict=False) for c in cidrs))
+        return cls(allow_private, tuple(networks(cidrs)))
 
 
 @dataclass(frozen=True)
@@ -234,12 +233,12 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
 
 def suffix_resolver(suffix: str, address: str) -> Resolver:
     """A resolver answering ``address`` for every name ending in ``suffix``, the system's answer
-    otherwise (as Chrome's ``--host-resolver-rules "MAP *.test 127.0.0.1"``): distinct origins on
-    one machine, for tests and benchmarks."""
+    otherwise (as Chrome's ``--host-resolver-rules "MAP *.test 127.0.0.1"``; trailing dots ignored, as
+    DNS ignores them): distinct origins on one machine, for tests and benchmarks."""
     fixed = [ipaddress.ip_address(address)]
 
     async def resolve(host: str, port: int) -> list[IPAddress]:
-        return list(fixed) if host.endswith(suffix) else await system_resolver(host, port)
+        return list(fixed) if host.rstrip(".").endswith(suffix) else await system_resolver(host, port)
 
     return resolve
 
@@ -317,8 +316,10 @@ class EgressProxy:
                 await writer.wait_closed()
 
     async def judge(self, gate: Gate, method: str, host: str, port: int) -> Decision:
-        """Resolve and judge one destination; the decision names the address to connect to."""
-        host = host.lower().strip("[]")
+        """Resolve and judge one destination; the decision names the address to connect to. The
+        host is judged, resolved and recorded in its one spelling (``config.hosts``): ``EVIL.example.``
+        is ``evil.example`` to the domain lists, ``2130706433`` is 127.0.0.1 to them and to the resolver."""
+        host = canonical_host(host)
         decision = Decision(method, host, port, None, gate.rule.host_refusal(host, port))
         if decision.refusal is None:
             try:

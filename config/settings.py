@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from config.hosts import normalise_entries
 from config.isolation import CHROME_USER
 from config.networks import parse_networks
 
@@ -380,6 +381,12 @@ class Settings(BaseSettings):
             if not url.startswith(("ws://", "wss://", "http://", "https://")):
                 raise ValueError(f"{url!r} is not a ws:// or http://host:port endpoint")
         return value
+
+    @field_validator("allowed_domains", "denied_domains")
+    @classmethod
+    def _domains(cls, value: list[str]) -> list[str]:
+        """Entries kept in their one spelling (``config.hosts``), as a job's are."""
+        return normalise_entries(value)
 
     @field_validator("allowed_networks", "webhook_allowed_networks")
     @classmethod

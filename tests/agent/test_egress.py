@@ -164,6 +164,10 @@ async def test_the_operator_opens_every_private_network_with_one_setting(pool, d
     ("http://100.64.0.1/", "carrier-grade NAT"),
     ("https://[fd00::1]/", "unique local"),
     ("http://[::ffff:169.254.169.254]/", "link-local (cloud metadata)"),
+    ("http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "link-local (cloud metadata)"),  # NAT64
+    ("http://[::ffff:0:a9fe:a9fe]/", "link-local (cloud metadata)"),  # SIIT
+    ("http://[::a9fe:a9fe]/", "link-local (cloud metadata)"),  # IPv4-compatible
+    ("http://[fec0::1]/", "site-local"),
 ])
 async def test_private_and_metadata_addresses_are_refused_before_any_connection(pool, url, kind):
     spec = JobSpec(start_url=url, script=[{"done": {"text": "never"}}])
@@ -172,6 +176,23 @@ async def test_private_and_metadata_addresses_are_refused_before_any_connection(
     refused = [d for d in decisions if not d.allowed]
     assert refused and all(d.address is None for d in refused), "refused on the resolved address, never dialled"
     assert kind in refused[0].refusal
+
+
+async def test_a_denied_name_with_a_trailing_dot_is_refused_from_the_page_and_the_agent(pool, site, denied_site):
+    """``evil.test`` denied: a hostile page's fetch and iframe to ``evil.test.`` (the same name to DNS),
+    and the job's own navigation to ``EVIL.test.``, are refused by name (issue 22, finding 6)."""
+    target = quote(denied_site.url("agent/secret.html", host="evil.test."), safe="")
+    page = site.url(f"agent/firewall.html?fetch=1&frame=1&target={target}")
+    result, _ = await run(pool, visit(page, denied_domains=["evil.test"], allowed_networks=["127.0.0.1/32"]))
+    assert result.status == JobStatus.succeeded, result.error
+    assert denied_site.paths == []
+    notes = " ".join(a.result or "" for step in result.steps for a in step.actions)
+    assert "secret.html?via=fetch: domain not allowed" in notes and "secret.html?via=frame: domain not allowed" in notes
+    spec = JobSpec(start_url=denied_site.url("agent/secret.html", host="EVIL.test."), denied_domains=["evil.test"],
+                   allowed_networks=["127.0.0.1/32"], script=[{"done": {"text": "never"}}])
+    result, _ = await run(pool, spec)
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.url_blocked)
+    assert denied_site.paths == []
 
 
 @pytest.mark.e2e  # a pool of its own

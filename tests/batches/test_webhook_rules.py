@@ -94,6 +94,40 @@ def test_url_literals_and_localhost_are_judged_without_dns() -> None:
     assert url_refusal("http://127.0.0.1:9/h", networks(["127.0.0.1/32"])) is None
 
 
+@pytest.mark.parametrize(("address", "kind"), [
+    ("64:ff9b::a9fe:a9fe", "link-local"), ("64:ff9b::7f00:1", "loopback"),  # NAT64, well-known prefix
+    ("64:ff9b:1::a00:1", "private"), ("64:ff9b:1::808:808", "local-use NAT64"),  # NAT64, local-use prefix
+    ("::ffff:0:a9fe:a9fe", "link-local"),  # SIIT
+    ("::a9fe:a9fe", "link-local"), ("::808:808", "IPv4-compatible"),  # IPv4-compatible, closed in itself
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),  # Teredo, client 127.0.0.1
+    ("fec0::1", "site-local"),
+])
+def test_an_ipv6_address_carrying_a_closed_ipv4_one_is_refused(address: str, kind: str) -> None:
+    """Issue 22, finding 6: a gateway (NAT64, SIIT, a Teredo relay) turns these into the IPv4 address."""
+    reason = address_refusal(ipaddress.ip_address(address))
+    assert reason is not None and kind in reason
+    assert url_refusal(f"http://[{address}]:9/h") is not None
+
+
+@pytest.mark.parametrize("host", ["2130706433", "0x7f.0.0.1", "0177.0.0.1", "127.1", "0x7f000001",
+                                  "[64:ff9b::7f00:1]", "[::7f00:1]", "[fec0::1]"])
+def test_a_url_literal_in_any_spelling_is_judged_as_the_address_it_means(host: str) -> None:
+    assert url_refusal(f"http://{host}:9/h") is not None
+
+
+def test_an_opened_network_opens_the_spellings_that_are_its_addresses() -> None:
+    """127.0.0.1/32 opens 2130706433 and NAT64's 64:ff9b::7f00:1, not the deprecated ::7f00:1."""
+    opened = networks(["127.0.0.1/32"])
+    for host in ("2130706433", "127.1", "[64:ff9b::7f00:1]", "[::ffff:0:7f00:1]"):
+        assert url_refusal(f"http://{host}:9/h", opened) is None, host
+    assert url_refusal("http://[::7f00:1]:9/h", opened) is not None
+
+
+def test_delivery_to_a_nat64_literal_of_loopback_is_refused_unconnected() -> None:
+    with pytest.raises(ReceiverRefused, match="resolves to 64:ff9b::7f00:1, a loopback address"):
+        resolve_receiver("http://[64:ff9b::7f00:1]:9/hook", [])
+
+
 def test_a_name_is_judged_on_what_it_resolves_to() -> None:
     """'localhost' is a DNS name resolving to loopback: refused before any connection."""
     with pytest.raises(ReceiverRefused, match="resolves to .*loopback"):

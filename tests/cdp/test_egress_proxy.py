@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
 from cdp.egress import DenyAll, EgressProxy, NetworkPolicy
+from config.hosts import parse_address
+from workers.agent.firewall import JobEgress, UrlPolicy
 
 LOOPBACK = NetworkPolicy.build(False, ["127.0.0.1/32"])
 
@@ -153,3 +156,58 @@ async def test_closing_a_gate_cuts_its_open_tunnels(proxy, origin):
     assert await asyncio.wait_for(reader.read(), 5) == b""
     assert isinstance(gate.rule, DenyAll) and gate not in proxy.gates
     writer.close()
+
+
+# --- names and addresses in any spelling (issue 22, finding 6) ---------------------------------
+
+
+def _resolving_to(address: str):  # type: ignore[no-untyped-def]
+    """A resolver answering ``address`` for every name, as DNS does whatever the trailing dots (and
+    as DNS64 does with a synthesised AAAA record): what the gate then judges is the name and address."""
+    async def resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+        literal = parse_address(host)
+        return [literal] if literal is not None else [ipaddress.ip_address(address)]
+
+    return resolve
+
+
+async def test_a_denied_name_is_refused_in_any_spelling_even_where_it_resolves_to_an_open_address(origin):
+    """``evil.example`` denied: ``evil.example.`` (and its other spellings) resolves just the same, to an
+    address the job opened; the tunnel and the forwarded request are refused by name, nothing dialled."""
+    rule = JobEgress(UrlPolicy.build(job_denied=["evil.example", "127.0.0.1"]), LOOPBACK)
+    proxy = EgressProxy(default_rule=rule, resolver=_resolving_to("127.0.0.1"))
+    try:
+        gate = await proxy.open_gate()
+        for host in ("evil.example.", "EVIL.Example..", "api.evil.example.", "2130706433", "0x7f.1", "[::ffff:7f00:1]"):
+            reply = await exchange(gate.port, f"CONNECT {host}:{origin.port} HTTP/1.1\r\n\r\n".encode())
+            assert reply.startswith(b"HTTP/1.1 403") and b"domain not allowed" in reply, host
+            forwarded = f"GET http://{host}:{origin.port}/secret HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            assert await exchange(gate.port, forwarded) == b"", host
+        assert origin.requests == []
+        assert all(d.address is None and d.refusal == "domain not allowed" for d in gate.decisions)
+        assert {d.host for d in gate.decisions} == {"evil.example", "api.evil.example", "127.0.0.1", "::ffff:7f00:1"}
+        gate.admit(JobEgress(UrlPolicy.build(job_denied=["other.example"]), LOOPBACK))
+        allowed = f"GET http://Evil.Example.:{origin.port}/ok HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+        reply = await exchange(gate.port, allowed)
+        assert reply.endswith(b"GET /ok HTTP/1.1|"), "an allowed name still goes through, respelled or not"
+    finally:
+        await proxy.close()
+
+
+async def test_a_nat64_address_of_a_closed_one_is_refused_before_dialling(proxy):
+    """``64:ff9b::a9fe:a9fe`` is 169.254.169.254 through a NAT64 gateway; a name a DNS64 resolver
+    answers with ``64:ff9b::7f00:2`` is 127.0.0.2. Both closed, whatever loopback address the job opened."""
+    gate = await proxy.open_gate(NetworkPolicy())
+    reply = await exchange(gate.port, b"CONNECT [64:ff9b::a9fe:a9fe]:80 HTTP/1.1\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 403") and b"link-local" in reply
+    for literal in ("[64:ff9b:1::a9fe:a9fe]", "[::ffff:0:a9fe:a9fe]", "[::a9fe:a9fe]", "[fec0::1]"):
+        reply = await exchange(gate.port, f"CONNECT {literal}:80 HTTP/1.1\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.1 403"), literal
+    dns64 = EgressProxy(default_rule=LOOPBACK, resolver=_resolving_to("64:ff9b::7f00:2"))
+    try:
+        other = await dns64.open_gate()
+        reply = await exchange(other.port, b"CONNECT metadata.example:80 HTTP/1.1\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.1 403") and b"loopback" in reply
+    finally:
+        await dns64.close()
+    assert all(d.address is None for d in [*gate.decisions, *other.decisions])

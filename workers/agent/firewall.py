@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import cdp
 from cdp.egress import NetworkPolicy
+from config.hosts import HostEntry, listed, parse_entry
 from config.networks import IPAddress
 from workers.agent.config import GlobalEgress
 from workers.agent.errors import EgressUnavailable, URLBlocked
@@ -50,31 +51,19 @@ def _request_key(url: str) -> str:
     return parts._replace(path=parts.path or "/", fragment="").geturl()
 
 
-def _normalise(domain: str) -> str:
-    d = domain.strip().lower().lstrip(".")
-    return d[2:] if d.startswith("*.") else d
-
-
-def _matches(host: str, port: int | None, domain: str) -> bool:
-    """``example.com`` covers its subdomains; ``host:port`` entries match that port only."""
-    if ":" in domain and not domain.startswith("["):
-        name, _, want = domain.rpartition(":")
-        return want.isdigit() and port == int(want) and (host == name or host.endswith("." + name))
-    return host == domain or host.endswith("." + domain)
-
-
 @dataclass(frozen=True)
 class UrlPolicy:
     """Allow- and deny-lists; an empty allow-list allows every domain the deny-lists do not name."""
 
-    allowed: tuple[tuple[str, ...], ...] = ()  # every non-empty list must match
-    denied: tuple[str, ...] = ()
+    allowed: tuple[tuple[HostEntry, ...], ...] = ()  # every non-empty list must match
+    denied: tuple[HostEntry, ...] = ()
 
     @classmethod
     def build(cls, *, job_allowed: Sequence[str] = (), job_denied: Sequence[str] = (),
               global_allowed: Sequence[str] = (), global_denied: Sequence[str] = ()) -> UrlPolicy:
-        allowed = tuple(tuple(_normalise(d) for d in lst) for lst in (global_allowed, job_allowed) if lst)
-        denied = tuple(_normalise(d) for d in [*global_denied, *job_denied])
+        """From the lists' entries in any spelling (``config.hosts.parse_entry``)."""
+        allowed = tuple(tuple(parse_entry(d) for d in lst) for lst in (global_allowed, job_allowed) if lst)
+        denied = tuple(parse_entry(d) for d in [*global_denied, *job_denied])
         return cls(allowed=allowed, denied=denied)
 
     @property
@@ -95,17 +84,17 @@ class UrlPolicy:
             return f"scheme {scheme}: is never allowed"
         if scheme not in NAVIGABLE_SCHEMES:
             return f"scheme {scheme or '(none)'}: is not allowed"
-        host = (parts.hostname or "").lower()
+        host = parts.hostname or ""
         if not host:
             return "URL has no host"
-        return self.host_refusal(host, port)
+        return self.host_refusal(host, port or (443 if scheme == "https" else 80))
 
     def host_refusal(self, host: str, port: int | None) -> str | None:
-        """Why the domain lists refuse ``host`` (on ``port``), or None."""
-        if any(_matches(host, port, d) for d in self.denied):
+        """Why the domain lists refuse ``host`` (any spelling: ``config.hosts``) on ``port``, or None."""
+        if listed(self.denied, host, port):
             return "domain not allowed"
         for allow_list in self.allowed:
-            if not any(_matches(host, port, d) for d in allow_list):
+            if not listed(allow_list, host, port):
                 return "domain not allowed"
         return None
 

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from config import ReasoningEffort
+from config.hosts import normalise_entries
 from config.networks import parse_networks
 from workers.jobs.model.browsing import (
     Geolocation,
@@ -223,13 +224,9 @@ class JobSpec(BaseModel):
     @field_validator("allowed_domains", "denied_domains")
     @classmethod
     def _domains(cls, value: list[str]) -> list[str]:
-        cleaned = []
-        for domain in value:
-            d = domain.strip().lower().lstrip(".")
-            if not d or "/" in d or " " in d:
-                raise ValueError(f"{domain!r} is not a domain name (give e.g. 'example.com', no scheme or path)")
-            cleaned.append(d)
-        return cleaned
+        """Entries kept in their one spelling (``config.hosts``): ``EVIL.example.`` is stored
+        ``evil.example``, ``bücher.example`` its punycode, ``2130706433`` 127.0.0.1."""
+        return normalise_entries(value)
 
     @field_validator("extra_http_headers")
     @classmethod

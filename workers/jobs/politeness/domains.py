@@ -14,11 +14,12 @@ sites) takes no slot, and its navigations are still spaced by the delay.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
+
+from config.hosts import canonical_host, parse_address
 
 NAVIGATING_ACTIONS = ("go_to_url", "open_tab")  # script actions whose ``url`` names the page they open
 
@@ -27,11 +28,9 @@ _PSL = PublicSuffixList()  # the bundled list (only_icann=False: private suffixe
 
 def registrable_domain(host: str) -> str:
     """The site ``host`` belongs to: its registrable domain, or the host itself (IP, localhost, a suffix)."""
-    name = host.strip().lower().rstrip(".").strip("[]")
-    try:
-        return ipaddress.ip_address(name).compressed
-    except ValueError:
-        pass
+    name = canonical_host(host)  # one spelling (config.hosts): EXAMPLE.com. and 2130706433 count once
+    if parse_address(name) is not None:
+        return name
     return _PSL.privatesuffix(name) or name
 
 

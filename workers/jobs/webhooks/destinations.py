@@ -15,34 +15,32 @@ could answer differently). At submission only what needs no DNS is judged: an IP
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from config.networks import IPAddress, IPNetwork, network_kind, unmapped
+from config.hosts import canonical_name, parse_address
+from config.networks import IPAddress, IPNetwork, closed_kind, networks
 
-
-def networks(cidrs: Iterable[str]) -> list[IPNetwork]:
-    return [ipaddress.ip_network(c, strict=False) for c in cidrs]
+__all__ = ["address_refusal", "networks", "url_refusal"]
 
 
 def address_refusal(address: IPAddress, allowed: Iterable[IPNetwork] = ()) -> str | None:
-    """Why a receiver at ``address`` is refused (its kind of network), or None when it may be used."""
-    address = unmapped(address)  # ::ffff:127.0.0.1 is 127.0.0.1
-    if any(address in net for net in allowed if net.version == address.version):
-        return None
-    kind = network_kind(address)
+    """Why a receiver at ``address`` is refused (its kind of network), or None when it may be used.
+    An IPv6 address carrying an IPv4 one (``::ffff:127.0.0.1``, NAT64 ``64:ff9b::a9fe:a9fe``) is
+    judged as that IPv4 address (``config.networks``)."""
+    kind = closed_kind(address, allowed)
     return f"a {kind} address" if kind else None
 
 
 def url_refusal(url: str, allowed: Iterable[IPNetwork] = ()) -> str | None:
-    """What can be judged of a receiver URL without DNS: an IP literal or a localhost name."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        host = "127.0.0.1"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
+    """What can be judged of a receiver URL without DNS: an IP literal (in any spelling:
+    ``2130706433`` is 127.0.0.1) or a localhost name."""
+    host = urlsplit(url).hostname or ""
+    address = parse_address(host)
+    name = canonical_name(host)
+    if address is None and (name == "localhost" or name.endswith(".localhost")):
+        address = parse_address("127.0.0.1")
+    if address is None:
         return None  # a name: judged on the addresses it resolves to, when delivering
     reason = address_refusal(address, allowed)
     if reason:
