@@ -24,6 +24,7 @@ from workers.jobs.recipes.checks import automatic
 from workers.jobs.secrets.sealing import seal_spec
 from workers.jobs.specs.batch_body import BatchRequest, merged
 from workers.jobs.specs.output import check_schema
+from workers.jobs.specs.schema_limits import check_limits
 from workers.jobs.webhooks.destinations import networks, url_refusal
 
 
@@ -54,10 +55,12 @@ def max_steps_of(spec: JobSpec, settings: Settings) -> int:
 
 
 def check_spec(spec: JobSpec, settings: Settings) -> JobSpec:
-    """What pydantic cannot check alone: the script's actions, the output schema, a timeout the
+    """What pydantic cannot check alone: the script's actions, the output schema (its bounds:
+    ``SchemaTooComplex``; then jsonschema's own check), a timeout the
     queue can honour, a webhook receiver that is not plainly private, politeness no looser than the
     operator allows; and the secrets, sealed."""
     if spec.output_schema is not None:
+        check_limits(spec.output_schema)  # first: what follows walks the schema too
         problems = check_schema(spec.output_schema)
         if problems:
             raise SpecError.at("output_schema", "; ".join(problems))
