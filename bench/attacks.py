@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -29,6 +30,7 @@ from cdp.egress import Decision, NetworkPolicy, suffix_resolver
 from config import Settings, get_settings, load_settings
 from tests.support import isolation_attacks
 from tests.support.jobs import run_job
+from tests.support.schemas import anyof_bomb
 from tests.support.servers import (
     SITE,
     RecordingServer,
@@ -39,6 +41,9 @@ from tests.support.servers import (
 from tests.support.sockets import listening_pids
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory
+from workers.jobs.specs.checks import check_spec
+from workers.jobs.specs.schema_limits import SchemaLimit, SchemaTooComplex
 
 PAGES = ["127.0.0.1/32"]  # the fixture pages' own address, opened per job like a user would
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]
@@ -250,6 +255,41 @@ async def chrome_own_traffic(stage: Stage) -> bool:
     return await isolation_attacks.default_context_reaches(stage.pool, stage.denied) == []
 
 
+# --- output schemas (issue 22, finding 5): a schema that would freeze its worker ----------------
+
+
+async def schema_anyof_bomb(stage: Stage) -> bool:
+    """27 ``$defs`` each anyOf two ``$ref``s to the next (2^26 branches for an object): refused at
+    submission naming its limit; and one that got in anyway (a job queued before the bound) fails
+    its own job at the schema check's deadline while the event loop keeps going (no stall of a second)."""
+    try:
+        check_spec(JobSpec(task="x", output_schema=anyof_bomb()), stage.settings)
+        return False
+    except SchemaTooComplex as exc:
+        if exc.limit is not SchemaLimit.branches:
+            return False
+    spec = JobSpec(script=[{"go_to_url": {"url": stage.site.url("cdp/basic.html")}},
+                           {"extract_fields": {"fields": {"heading": "h1"}}}, {"done": {"text": "read"}}],
+                   allowed_networks=PAGES, output_schema=anyof_bomb())
+    stall, beating = 0.0, True
+
+    async def heartbeat() -> None:  # stands for the worker's heartbeat and its other jobs
+        nonlocal stall
+        while beating:
+            before = time.monotonic()
+            await asyncio.sleep(0.05)
+            stall = max(stall, time.monotonic() - before - 0.05)
+
+    beat = asyncio.create_task(heartbeat())
+    try:
+        result, _ = await stage.run(spec)
+    finally:
+        beating = False
+        await beat
+    return (result.category == FailureCategory.invalid_output and "output schema took longer" in (result.error or "")
+            and stall < 1.0)
+
+
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
     "service_worker": service_worker,
@@ -270,6 +310,8 @@ VECTORS: dict[str, Check] = {
     "webrtc_udp": webrtc_udp,
     "network_service_killed": network_service_killed,
     "chrome_own_traffic": chrome_own_traffic,
+    # output schemas (issue 22, finding 5)
+    "schema_anyof_bomb": schema_anyof_bomb,
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from config import Settings
+from tests.support.schemas import anyof_bomb
 from workers.agent.failures import failure
 from workers.jobs.errors import SchemaCheckExpired
 from workers.jobs.model.spec import JobSpec
@@ -36,14 +37,6 @@ from workers.jobs.specs.schema_limits import (
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(_env_file=None)
-
-
-def anyof_bomb(levels: int = 27) -> dict[str, Any]:
-    """The issue's schema: each definition anyOf two references to the next (2^26 branches)."""
-    defs: dict[str, Any] = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
-                            for i in range(levels - 1)}
-    defs[f"d{levels - 1}"] = {"type": "string"}
-    return {"$defs": defs, "$ref": "#/$defs/d0"}
 
 
 def nested(depth: int) -> dict[str, Any]:

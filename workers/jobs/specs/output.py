@@ -54,9 +54,28 @@ def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
                 yield from validator.descend(value, subschema, path=name, schema_path=pattern)
 
 
+def _passes(validator: Any, instance: Any, subschemas: list[Any]) -> Iterator[bool]:
+    """Whether ``instance`` satisfies each subschema, stopping at each one's first error."""
+    for index, subschema in enumerate(subschemas):
+        yield next(validator.descend(instance, subschema, schema_path=index), None) is None
+
+
+def _any_of(validator: Any, subschemas: list[Any], instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """jsonschema's keeps every branch's errors (its ``context``), memory as large as the work, and
+    the garbage collector's passes over them stall the worker's event loop; the message needs none."""
+    if not any(_passes(validator, instance, subschemas)):
+        yield ValidationError(f"{instance!r:.80} does not match any of the anyOf schemas")
+
+
+def _one_of(validator: Any, subschemas: list[Any], instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if sum(_passes(validator, instance, subschemas)) != 1:
+        yield ValidationError(f"{instance!r:.80} does not match exactly one of the oneOf schemas")
+
+
 def _validator_for(schema: dict[str, Any]) -> type[Any]:
     base = validators.validator_for(schema, default=Draft202012Validator)
-    return validators.extend(base, {"pattern": _pattern, "patternProperties": _pattern_properties})
+    return validators.extend(base, {"pattern": _pattern, "patternProperties": _pattern_properties,
+                                    "anyOf": _any_of, "oneOf": _one_of})
 
 
 def _patterns(schema: Any) -> Iterator[str]:
