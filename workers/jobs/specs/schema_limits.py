@@ -24,6 +24,7 @@ itself bounded (``BROWSERD_MAX_RESULT_BYTES``); a check that still runs past
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -134,6 +135,16 @@ class _Edges:
     refs: dict[int, str]  # id of a subschema reached by $ref -> the $ref, to name it
 
 
+@dataclass
+class _Frame:
+    """A subschema on the walk's path: its edges, the $ref it was reached by, the children left."""
+
+    node: dict[str, Any]
+    edges: _Edges
+    ref: str | None
+    left: Iterator[Any]
+
+
 class _Walk:
     """The schema as the validator walks it, through $ref; ``branches`` is the bound, computed
     once per subschema (memoised), depth-first without recursion, refusing cycles."""
@@ -142,33 +153,32 @@ class _Walk:
         self.root = root
 
     def branches(self) -> int:
+        if not isinstance(self.root, dict):
+            return 1
         done: dict[int, int] = {}
         on_path: dict[int, int] = {}  # id -> position in the path
-        path: list[tuple[Any, _Edges, str | None]] = []
-        self._enter(self.root, None, path, on_path)
+        path = [self._frame(self.root, None)]
+        on_path[id(self.root)] = 0
         while path:
-            node, edges, _ = path[-1]
-            pending = next((c for c in (*edges.in_place, *edges.largest, *edges.every)
-                            if isinstance(c, dict) and id(c) not in done), None)
-            if pending is None:
-                done[id(node)] = self._count(edges, done)
-                path.pop()
-                del on_path[id(node)]
-                continue
-            if id(pending) in on_path:
-                refs = [ref for _, _, ref in path[on_path[id(pending)] + 1:] if ref] + [edges.refs.get(id(pending))]
+            frame = path[-1]
+            child = next(frame.left, None)
+            if child is None:
+                done[id(frame.node)] = self._count(frame.edges, done)
+                del on_path[id(path.pop().node)]
+            elif id(child) in on_path:
+                refs = [f.ref for f in path[on_path[id(child)] + 1:]] + [frame.edges.refs.get(id(child))]
                 shown = next((r for r in refs if r), "#")
                 raise SchemaTooComplex(SchemaLimit.recursion, f"$ref {shown!r} leads back to a schema it is in; "
                                        "recursive schemas are not supported")
-            self._enter(pending, edges.refs.get(id(pending)), path, on_path)
-        return done[id(self.root)] if isinstance(self.root, dict) else 1
+            elif id(child) not in done:
+                on_path[id(child)] = len(path)
+                path.append(self._frame(child, frame.edges.refs.get(id(child))))
+        return done[id(self.root)]
 
-    def _enter(self, node: Any, ref: str | None, path: list[tuple[Any, _Edges, str | None]],
-               on_path: dict[int, int]) -> None:
-        if not isinstance(node, dict):
-            return
-        on_path[id(node)] = len(path)
-        path.append((node, self._edges(node), ref))
+    def _frame(self, node: dict[str, Any], ref: str | None) -> _Frame:
+        edges = self._edges(node)
+        children = (c for c in (*edges.in_place, *edges.largest, *edges.every) if isinstance(c, dict))
+        return _Frame(node, edges, ref, children)
 
     @staticmethod
     def _count(edges: _Edges, done: dict[int, int]) -> int:
