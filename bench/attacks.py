@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -31,6 +32,7 @@ from dom.guard import OVERRIDE_MARK
 from tests.support import isolation_attacks
 from tests.support.jobs import run_job
 from tests.support.llm_server import LLMServer, Reply
+from tests.support.schemas import anyof_bomb
 from tests.support.servers import (
     SITE,
     RecordingServer,
@@ -41,6 +43,9 @@ from tests.support.servers import (
 from tests.support.sockets import listening_pids
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.status import FailureCategory
+from workers.jobs.specs.checks import check_spec
+from workers.jobs.specs.schema_limits import SchemaLimit, SchemaTooComplex
 
 PAGES = ["127.0.0.1/32"]  # the fixture pages' own address, opened per job like a user would
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]
@@ -286,6 +291,40 @@ async def nat64_address(stage: Stage) -> bool:
     loop = await _refused_before_dialling(stage, stage.denied.url("agent/secret.html", host="[64:ff9b::7f00:1]"))
     return metadata and loop and stage.denied.paths == []
 
+# --- output schemas (issue 22, finding 5): a schema that would freeze its worker ----------------
+
+
+async def schema_anyof_bomb(stage: Stage) -> bool:
+    """27 ``$defs`` each anyOf two ``$ref``s to the next (2^26 branches for an object): refused at
+    submission naming its limit; and one that got in anyway (a job queued before the bound) fails
+    its own job at the schema check's deadline while the event loop keeps going (no stall of a second)."""
+    try:
+        check_spec(JobSpec(task="x", output_schema=anyof_bomb()), stage.settings)
+        return False
+    except SchemaTooComplex as exc:
+        if exc.limit is not SchemaLimit.branches:
+            return False
+    spec = JobSpec(script=[{"go_to_url": {"url": stage.site.url("cdp/basic.html")}},
+                           {"extract_fields": {"fields": {"heading": "h1"}}}, {"done": {"text": "read"}}],
+                   allowed_networks=PAGES, output_schema=anyof_bomb())
+    stall, beating = 0.0, True
+
+    async def heartbeat() -> None:  # stands for the worker's heartbeat and its other jobs
+        nonlocal stall
+        while beating:
+            before = time.monotonic()
+            await asyncio.sleep(0.05)
+            stall = max(stall, time.monotonic() - before - 0.05)
+
+    beat = asyncio.create_task(heartbeat())
+    try:
+        result, _ = await stage.run(spec)
+    finally:
+        beating = False
+        await beat
+    return (result.category == FailureCategory.invalid_output and "output schema took longer" in (result.error or "")
+            and stall < 1.0)
+
 
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
@@ -311,6 +350,8 @@ VECTORS: dict[str, Check] = {
     # names and addresses (issue 22, finding 6)
     "trailing_dot_domain": trailing_dot_domain,
     "nat64_address": nat64_address,
+    # output schemas (issue 22, finding 5)
+    "schema_anyof_bomb": schema_anyof_bomb,
 }
 
 

@@ -1,7 +1,8 @@
 """JSON errors a user can act on, and no stack traces on the wire.
 
 Every error body is ``{"error": <code>, "message": <what to do>}``; validation errors add
-``"fields": [{"field": "options.max_steps", "message": ...}]`` naming each bad field.
+``"fields": [{"field": "options.max_steps", "message": ...}]`` naming each bad field (and, when a
+named bound refused it, ``"limit"``: an output schema's ``"branches"``).
 
 HTTP status codes exist here only: the job kernel raises typed errors (``SpecError``,
 ``QueueUnavailable``) and ``install`` maps them to 422 and 503.
@@ -15,7 +16,7 @@ import uuid
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -29,6 +30,8 @@ log = logging.getLogger("browserd.api")
 class FieldError(BaseModel):
     field: str
     message: str
+    limit: str | None = Field(None, description="The named bound that refused the field, when one did: an "
+                              "output_schema's bytes, nodes, depth, ref, recursion or branches (docs/jobs.md).")
 
 
 class ErrorBody(BaseModel):
@@ -83,7 +86,7 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
 
 def from_spec_error(exc: SpecError) -> ApiError:
     """A refused spec at the HTTP edge: 422, each bad field named."""
-    fields = [FieldError(field=p.field, message=p.message) for p in exc.problems]
+    fields = [FieldError(field=p.field, message=p.message, limit=p.limit) for p in exc.problems]
     return ApiError(422, "invalid_request", exc.summary, fields=fields)
 
 

@@ -38,7 +38,9 @@ not as instructions.
 
 Task = Annotated[str, Field(description="What the agent should do, in words.", min_length=1)]
 StartUrl = Annotated[str | None, Field(description="Page opened before the first step (http or https).")]
-Schema = Annotated[dict[str, Any] | None, Field(description="JSON schema the job's data must satisfy.")]
+Schema = Annotated[dict[str, Any] | None, Field(description="JSON schema the job's data must satisfy; bounded in size, "
+                                                "depth, $ref and anyOf/oneOf/allOf branches (a refusal names "
+                                                "the limit).")]
 MaxSteps = Annotated[int | None, Field(description="Agent steps before the job fails with max_steps.", ge=1)]
 Timeout = Annotated[float | None, Field(description="Wall-clock limit of the job, in seconds.", gt=0)]
 Labels = Annotated[dict[str, str] | None, Field(description="Key/value tags, for filtering with list_jobs.")]

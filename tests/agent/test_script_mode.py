@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.jobs import run_job
+from tests.support.schemas import anyof_bomb
 from workers.jobs.model.actions import validate_script
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import FailureCategory, JobStatus
@@ -47,6 +48,19 @@ async def test_script_output_is_checked_against_the_schema(pool, site):
     assert result.category == FailureCategory.invalid_output
     assert "$.price: expected number, got string" in result.error
     assert result.data == {"title": "Kitchen catalog", "price": "39.90"}
+
+
+async def test_a_schema_from_before_the_bounds_fails_its_job_at_the_check_deadline(pool, site):
+    """Issue 22, finding 5: a job queued before output schemas were bounded (its spec never checked
+    against them) with the anyOf bomb; its data, an object, matches none of 2^26 branches. The check
+    stops itself at its deadline and the job fails saying so, where it used to hold the worker."""
+    spec = JobSpec(start_url=site.url("agent/catalog.html"), output_schema=anyof_bomb(),
+                   script=[{"extract_fields": {"fields": {"title": "h1"}}}])
+    async with pool.lease() as lease:
+        result = await run_job(spec, lease)
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.invalid_output)
+    assert "checking the data against the output schema took longer than 10s" in result.error
+    assert result.data == {"title": "Kitchen catalog"}
 
 
 async def test_a_failing_script_action_fails_the_job_and_names_it(pool, site):

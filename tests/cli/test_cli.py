@@ -12,6 +12,7 @@ import pytest
 
 from daemon.client import Client
 from tests.queue.stack import ROOT, TOKEN, Stack, script, wait_until
+from tests.support.schemas import anyof_bomb
 from tests.support.servers import StaticServer
 
 pytestmark = pytest.mark.e2e  # every test runs the real command, python -m daemon
@@ -37,6 +38,15 @@ def test_a_refused_spec_names_its_reason_once(deploy: Stack, tmp_path: Path) -> 
     bad = browserd(deploy, "submit", "do it", "--timeout", "-1")
     assert bad.returncode == 1
     assert bad.stderr.count("greater than 0") == 1 and "timeout" in bad.stderr, bad.stderr
+
+
+def test_a_local_run_refuses_an_output_schema_past_a_limit_naming_it(tmp_path: Path) -> None:
+    """``browserd run`` builds its job here, not through the API: the same bounds apply."""
+    bomb = tmp_path / "bomb.json"
+    bomb.write_text(json.dumps(anyof_bomb()))
+    refused = browserd(None, "run", "do it", "--output-schema", str(bomb))
+    assert refused.returncode == 2 and refused.stderr.count("schema limit 'branches'") == 1, refused.stderr
+    assert "invalid job: output_schema: " in refused.stderr
 
 
 def test_politeness_flags_reach_the_spec_and_bad_ones_are_named(deploy: Stack, tmp_path: Path) -> None:

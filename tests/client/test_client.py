@@ -75,6 +75,13 @@ def test_refusals_name_the_field_and_an_absent_api_is_unreachable(deploy: Stack)
         nowhere.get("0" * 32)
 
 
+def test_an_output_schema_past_a_limit_is_refused_naming_it(deploy: Stack) -> None:
+    with Client(deploy.url, TOKEN) as browserd, pytest.raises(RequestRefused) as bad:
+        browserd.submit({"task": "x", "output_schema": {"$ref": "#"}})
+    assert bad.value.status == 422 and "schema limit 'recursion'" in str(bad.value)
+    assert bad.value.fields[0]["field"] == "output_schema" and bad.value.fields[0]["limit"] == "recursion"
+
+
 def test_the_async_client_does_the_same(deploy: Stack, site: StaticServer) -> None:
     async def scenario() -> tuple[str, list[str]]:
         async with AsyncClient(deploy.url, TOKEN) as browserd:

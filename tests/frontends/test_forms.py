@@ -52,6 +52,11 @@ def test_a_schema_re2_cannot_run_is_refused_at_its_field() -> None:
     assert to_spec(f, SETTINGS) is None and "output_schema" in f.errors, f.errors
 
 
+def test_a_schema_past_a_limit_is_refused_at_its_field_naming_the_limit() -> None:
+    f = form(kind="task", task="t", output_schema='{"$ref": "#"}')
+    assert to_spec(f, SETTINGS) is None and "schema limit 'recursion'" in f.errors["output_schema"], f.errors
+
+
 def test_sessions_expire_and_die_with_the_token() -> None:
     gate = Gate.for_token(SecretStr("one"))
     cookie = gate.new_session(now=1000.0)

@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.frontends.model import ANSWER
 from tests.queue.stack import ROOT, TOKEN, Stack, script
 from tests.support.llm_server import LLMServer
+from tests.support.schemas import anyof_bomb
 from tests.support.servers import StaticServer
 
 TOOLS = {"run_task", "submit_job", "get_job", "cancel_job", "list_jobs", "run_batch", "open_session", "navigate",
@@ -78,6 +79,8 @@ async def test_tools_and_a_task_with_the_scripted_model(frontend_stack: tuple[St
         assert "no job with id" in error_text(await client.call_tool("get_job", {"job_id": "0" * 32}))
         assert "exactly one of 'task'" in error_text(await client.call_tool("submit_job", {"start_url": site.url("/")}))
         assert "already finished" in error_text(await client.call_tool("cancel_job", {"job_id": done["job_id"]}))
+        bomb = {"task": "x", "output_schema": anyof_bomb()}  # bounded as the API bounds it (issue 22)
+        assert "schema limit 'branches'" in error_text(await client.call_tool("submit_job", bomb))
 
 
 async def test_jobs_and_batches_over_http(frontend_stack: tuple[Stack, LLMServer], site: StaticServer) -> None:

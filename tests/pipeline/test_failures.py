@@ -49,6 +49,7 @@ from workers.jobs.errors import (
     RecipeUnavailable,
     ResultTooLarge,
     RunBackstop,
+    SchemaCheckExpired,
 )
 from workers.jobs.model.status import FailureCategory as C
 from workers.jobs.model.status import JobStatus, Outcome
@@ -82,6 +83,7 @@ LISTED: list[tuple[BaseException, C]] = [
     (ActionError("no option 'XXL' in the size list", action="select_dropdown_option", index=7), C.action_error),
     (InvalidOutput(["$.price: 'cheap' is not of type 'number'"]), C.invalid_output),
     (ResultTooLarge(2_000_000, 1_000_000), C.invalid_output),
+    (SchemaCheckExpired(10), C.invalid_output),
     (ProxyFailed("127.0.0.1:3128 refused the connection"), C.proxy_error),
     # the browser
     (ResourceLimit("the page used 900 MiB"), C.resource_limit),

@@ -17,6 +17,7 @@ from schemathesis.checks import not_a_server_error
 from config import Settings
 from daemon.api import create_app
 from tests.queue.stack import TOKEN, Stack, script, stack
+from tests.support.schemas import anyof_bomb
 from tests.support.servers import StaticServer
 
 JOB_TIMEOUT = 20
@@ -97,6 +98,29 @@ def test_malformed_bodies_get_422_naming_the_field(deploy: Stack, raw: bytes, fi
     assert err["error"] == "invalid_request"
     assert field in [f["field"] for f in err["fields"]], err
     assert says in err["message"], err
+
+
+# Issue 22, finding 5: each refused at submission, naming its limit; before, both were accepted
+# and the first froze its worker's event loop for minutes when the result was checked. (A schedule runs its
+# job as a batch of one, whose fields it names so.)
+SCHEMA_BOMBS = [
+    (anyof_bomb(), "branches", "at most 1,000"),
+    ({"$ref": "#"}, "recursion", "recursive schemas are not supported"),
+]
+
+
+@pytest.mark.parametrize(("schema", "limit", "says"), SCHEMA_BOMBS)
+def test_an_output_schema_past_a_limit_gets_422_naming_it(deploy: Stack, schema: Any, limit: str, says: str) -> None:
+    job = {"task": "x", "output_schema": schema, "labels": {"schema_limit": limit}}
+    for path, body, field in [("/v1/jobs", job, "output_schema"),
+                              ("/v1/batches", {"jobs": [{"task": "x", "labels": job["labels"]}],
+                                               "defaults": {"output_schema": schema}}, "jobs[0].output_schema"),
+                              ("/v1/schedules", {"every": 3600, "job": job}, "jobs[0].output_schema")]:
+        status, err = deploy.call("POST", path, body)
+        assert status == 422, (path, err)
+        assert err["error"] == "invalid_request" and f"schema limit '{limit}'" in err["message"] and says in err["message"]
+        assert err["fields"][0]["field"] == field and err["fields"][0]["limit"] == limit, err
+    assert deploy.call("GET", f"/v1/jobs?label=schema_limit={limit}") == (200, {"jobs": [], "next_cursor": None})
 
 
 def test_bad_query_values_are_named(deploy: Stack) -> None:

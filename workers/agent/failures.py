@@ -52,6 +52,7 @@ from workers.jobs.errors import (
     RecipeUnavailable,
     ResultTooLarge,
     RunBackstop,
+    SchemaCheckExpired,
 )
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.status import FailureCategory, JobStatus
@@ -87,6 +88,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     ActionError: FailureCategory.action_error,
     InvalidOutput: FailureCategory.invalid_output,
     ResultTooLarge: FailureCategory.invalid_output,
+    SchemaCheckExpired: FailureCategory.invalid_output,  # the data could not be shown valid in time
     ProxyFailed: FailureCategory.proxy_error,
     # the browser
     ResourceLimit: FailureCategory.resource_limit,

@@ -57,7 +57,7 @@ from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import JobStatus
 from workers.jobs.recipes.models import ReplayPlan
 from workers.jobs.secrets.sealing import proxy_password
-from workers.jobs.specs.output import validate
+from workers.jobs.specs.output import check_output
 
 log = logging.getLogger("browserd.agent")
 
@@ -146,7 +146,7 @@ class JobSession:
         replay = self.replay if self.runs == 1 else None  # a follow-up is the agent's
         await _run(ctx, steps, self._history(ctx, task), replay)
         await ctx.browser.page_events()  # downloads still running end (or are cancelled) now
-        result = _succeeded(ctx)
+        result = await _succeeded(ctx)
         if result.status == JobStatus.succeeded and self.profiles is not None:
             await _save_profile(self.profiles)
         return result
@@ -307,11 +307,11 @@ async def _run(ctx: JobContext, steps: StepLog, history: MessageManager | None, 
         ctx.data = ctx.findings.data(ctx.data, ctx.spec.output_schema)
 
 
-def _succeeded(ctx: JobContext) -> JobResult:
+async def _succeeded(ctx: JobContext) -> JobResult:
     schema = ctx.spec.output_schema
     if schema is not None:
         ctx.data = _data_for_schema(ctx.data, ctx.final_answer)
-        problems = schema_problems(ctx.data, schema)
+        problems = await schema_problems(ctx.data, schema)
         if problems:
             return failure(InvalidOutput(problems))
     if ctx.success is False and ctx.spec.script is not None:
@@ -329,8 +329,9 @@ def _data_for_schema(data: Any, final_answer: str | None) -> Any:
         return None
 
 
-def schema_problems(data: Any, schema: dict[str, Any]) -> list[str]:
-    """What keeps ``data`` from satisfying ``schema``; with no data at all, the required fields it lacks."""
+async def schema_problems(data: Any, schema: dict[str, Any]) -> list[str]:
+    """What keeps ``data`` from satisfying ``schema``; with no data at all, the required fields it lacks.
+    Checked off the event loop, within a deadline (``SchemaCheckExpired``: the job fails, the worker goes on)."""
     if data is None:
-        return ["$: no data was found", *(p for p in validate({}, schema) if "missing required" in p)]
-    return validate(data, schema)
+        return ["$: no data was found", *(p for p in await check_output({}, schema) if "missing required" in p)]
+    return await check_output(data, schema)

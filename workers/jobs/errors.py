@@ -18,10 +18,12 @@ class JobsError(Exception):
 
 @dataclass(frozen=True)
 class FieldProblem:
-    """One bad field of a submitted spec: ``options.max_steps``, ``jobs[3].script``, ``body``."""
+    """One bad field of a submitted spec: ``options.max_steps``, ``jobs[3].script``, ``body``; and,
+    when a named bound refused it, which one (``limit``: ``branches`` of an output schema)."""
 
     field: str
     message: str
+    limit: str | None = None
 
 
 class SpecError(JobsError):
@@ -39,7 +41,7 @@ class SpecError(JobsError):
 
     def within(self, prefix: str) -> SpecError:
         """The same problems, inside a larger document (``jobs[3]`` + ``.script``)."""
-        problems = [FieldProblem(prefix if p.field == "body" else f"{prefix}.{p.field}", p.message)
+        problems = [FieldProblem(prefix if p.field == "body" else f"{prefix}.{p.field}", p.message, p.limit)
                     for p in self.problems]
         return SpecError(problems, f"{prefix}: {self.summary}" if len(problems) == 1 else None)
 
@@ -104,3 +106,13 @@ class HardLimitReached(JobsError):
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         super().__init__(f"the job ignored its time limit and was stopped after {seconds:g}s")
+
+
+class SchemaCheckExpired(JobsError):
+    """Checking the result against the job's output schema took longer than its bound; the check,
+    which runs off the worker's event loop, stopped itself there."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"checking the data against the output schema took longer than {seconds:g}s (the schema "
+                         "check's limit); make the schema simpler (fewer anyOf/oneOf branches) or the data smaller")

@@ -19,9 +19,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from config import load_settings, setup_logging
+from workers.jobs.errors import SpecError
 from workers.jobs.model.actions import validate_script
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import JobStatus
+from workers.jobs.specs.checks import check_output_schema
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings()
     try:
         spec = JobSpec(**_spec_fields(args))
-    except (ValidationError, ValueError) as exc:
+        if spec.output_schema is not None:  # bounded as when a job is submitted to the API
+            check_output_schema(spec.output_schema)
+    except (ValidationError, ValueError, SpecError) as exc:
         print(f"browserd run: invalid job: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level if settings.log_level != "INFO" else "WARNING", json_lines=settings.log_json)

@@ -155,7 +155,9 @@ class JobSpec(BaseModel):
         None, description="Automatic mode: the first successful run of this task saves recipe N; later jobs whose "
         "task matches its template replay it.")
     start_url: HttpUrl | None = Field(None, description="Page opened before the first step.")
-    output_schema: dict[str, Any] | None = Field(None, description="JSON schema the job's data must satisfy.")
+    output_schema: dict[str, Any] | None = Field(
+        None, description="JSON schema the job's data must satisfy; bounded in size, depth, $ref (inside the schema, "
+        "never recursive) and anyOf/oneOf/allOf branches, each refused with 422 naming its limit (docs/jobs.md).")
     allowed_domains: list[str] = Field(default_factory=list, description="Only these domains (and subdomains).")
     denied_domains: list[str] = Field(default_factory=list, description="Never these domains (and subdomains).")
     allowed_networks: list[str] = Field(

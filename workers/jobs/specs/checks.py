@@ -24,6 +24,7 @@ from workers.jobs.recipes.checks import automatic
 from workers.jobs.secrets.sealing import seal_spec
 from workers.jobs.specs.batch_body import BatchRequest, merged
 from workers.jobs.specs.output import check_schema
+from workers.jobs.specs.schema_limits import check_limits
 from workers.jobs.webhooks.destinations import networks, url_refusal
 
 
@@ -54,13 +55,12 @@ def max_steps_of(spec: JobSpec, settings: Settings) -> int:
 
 
 def check_spec(spec: JobSpec, settings: Settings) -> JobSpec:
-    """What pydantic cannot check alone: the script's actions, the output schema, a timeout the
+    """What pydantic cannot check alone: the script's actions, the output schema (its bounds:
+    ``SchemaTooComplex``; then jsonschema's own check), a timeout the
     queue can honour, a webhook receiver that is not plainly private, politeness no looser than the
     operator allows; and the secrets, sealed."""
     if spec.output_schema is not None:
-        problems = check_schema(spec.output_schema)
-        if problems:
-            raise SpecError.at("output_schema", "; ".join(problems))
+        check_output_schema(spec.output_schema)
     if spec.timeout is not None and spec.timeout > max_job_timeout(settings):
         raise SpecError.at("timeout", f"at most {max_job_timeout(settings):g} seconds here "
                            "(BROWSERD_VISIBILITY_TIMEOUT bounds how long one job may run)")
@@ -86,6 +86,16 @@ def check_spec(spec: JobSpec, settings: Settings) -> JobSpec:
                            "names no 'credentials' set that could hold it")
     limits_for(spec.politeness, settings)  # a looser limit than the operator allows is refused here
     return seal_spec(spec, settings)
+
+
+def check_output_schema(schema: dict[str, Any]) -> None:
+    """Refuse an output schema past its bounds (``SchemaTooComplex``, naming the limit), then one
+    jsonschema or the linear-time regex engine cannot use. Every way a schema enters comes here:
+    a job, a batch (its defaults merged in), a schedule's template, ``browserd run``."""
+    check_limits(schema)  # first: what follows walks the schema too
+    problems = check_schema(schema)
+    if problems:
+        raise SpecError.at("output_schema", "; ".join(problems))
 
 
 def check_webhook_url(url: str, settings: Settings, where: str = "webhook_url") -> None:
