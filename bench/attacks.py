@@ -291,6 +291,7 @@ async def nat64_address(stage: Stage) -> bool:
     loop = await _refused_before_dialling(stage, stage.denied.url("agent/secret.html", host="[64:ff9b::7f00:1]"))
     return metadata and loop and stage.denied.paths == []
 
+
 # --- output schemas (issue 22, finding 5): a schema that would freeze its worker ----------------
 
 
