@@ -1,0 +1,107 @@
+"""The one scrubber of a job's secrets (``workers.jobs.secrets.scrubber``): every form a page, a URL, a
+log line or a header can echo a value in becomes its placeholder, and text without one is left alone."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from urllib.parse import quote, quote_plus
+
+import pytest
+
+from workers.jobs.model.spec import MIN_SECRET
+from workers.jobs.secrets.scrubber import MIN_BASE64_CORE, PER_CHARACTER_MAX, Scrubber, base64_forms
+
+USER, PASSWORD = "ada+test@example.org", "S3cr3t&P@ss w0rd!"
+SECRETS = {"user": USER, "password": PASSWORD}
+
+
+def encodings(value: str) -> dict[str, str]:
+    """Every way the issue's pages, URLs and logs wrote a value, by name."""
+    b64 = base64.b64encode(value.encode()).decode()
+    safe = base64.urlsafe_b64encode(value.encode()).decode()
+    return {
+        "raw": value, "upper": value.upper(), "lower": value.lower(), "swapped": value.swapcase(),
+        "json": json.dumps(value)[1:-1], "json twice": json.dumps(json.dumps(value))[3:-3],
+        "json all \\u": "".join(f"\\u{ord(c):04x}" for c in value),
+        "quote": quote(value), "quote all": quote(value, safe=""), "quote_plus": quote_plus(value),
+        "quote lower hex": quote(value, safe="").lower().replace(value.lower()[:1], value[:1], 1),
+        "quote_plus upper": quote_plus(value).upper(), "quote twice": quote(quote(value, safe=""), safe=""),
+        "every byte %HH": "".join(f"%{b:02x}" for b in value.encode()),
+        "html.escape": html.escape(value), "html named": value.replace("&", "&amp;").replace("@", "&commat;")
+        .replace("!", "&excl;").replace("+", "&plus;").replace(".", "&period;"),
+        "html decimal": "".join(f"&#{ord(c)};" for c in value), "html hex": "".join(f"&#x{ord(c):X};" for c in value),
+        "html hex lower, no ;": "".join(f"&#x{ord(c):x}" if not c.isalnum() else c for c in value),
+        "html escaped twice": html.escape(html.escape(value)), "url in html": html.escape(quote_plus(value)),
+        "base64": b64, "base64 unpadded": b64.rstrip("="), "urlsafe": safe, "urlsafe unpadded": safe.rstrip("="),
+        "base64 in a URL": quote(b64, safe=""),
+        "basic auth": base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode(),
+        "base64 shifted one": base64.b64encode(b"x" + value.encode()).decode(),
+        "base64 shifted two": base64.b64encode(b"xy" + value.encode() + b"z").decode(),
+    }
+
+
+@pytest.mark.parametrize("name", list(SECRETS))
+@pytest.mark.parametrize("form", list(encodings(USER)))
+def test_every_encoding_of_each_sample_value_is_scrubbed(name: str, form: str) -> None:
+    echoed = encodings(SECRETS[name])[form]
+    text = f"<p>Signed in: {echoed}.</p> /next?{echoed}&x=1"
+    scrubbed = Scrubber(SECRETS).scrub(text)
+    for variant in encodings(SECRETS[name]).values():
+        assert variant not in scrubbed, (form, variant, scrubbed)
+    assert f"<secret>{name}</secret>" in scrubbed and scrubbed.startswith("<p>Signed in: ") and "&x=1" in scrubbed
+
+
+def test_the_issues_get_form_url_and_page_are_scrubbed_to_placeholders() -> None:
+    url = f"http://127.0.0.1:8000/login?user={quote_plus(USER)}&password={quote_plus(PASSWORD)}"
+    scrubbed = Scrubber(SECRETS).scrub(url)
+    assert scrubbed == "http://127.0.0.1:8000/login?user=<secret>user</secret>&password=<secret>password</secret>"
+    page = f"<h1 style='text-transform: uppercase'>{USER.upper()}</h1><input value=\"{html.escape(PASSWORD)}\">"
+    assert Scrubber(SECRETS).scrub(page) == ("<h1 style='text-transform: uppercase'><secret>user</secret></h1>"
+                                             "<input value=\"<secret>password</secret>\">")
+
+
+def test_text_without_a_secret_is_left_exactly_as_it_was() -> None:
+    text = ("S3cr3t P@ss w0rd, ada test example.org, %26%40 &amp; &#38; \\u0026 UzNjcjN0 YWRhK3Rlc3R "
+            "Ü \U0001f600 " + "lorem ipsum " * 100)
+    assert Scrubber(SECRETS).scrub(text) == text
+    assert Scrubber({}).scrub(text) == text and not Scrubber({})
+
+
+def test_base64_is_matched_in_its_own_case_only() -> None:
+    b64 = base64.b64encode(PASSWORD.encode()).decode()
+    assert Scrubber(SECRETS).scrub(b64.swapcase()) == b64.swapcase()  # another value's base64, not this one's
+
+
+def test_the_shortest_secret_is_still_scrubbed_in_every_case_and_has_no_unaligned_base64_core() -> None:
+    short = "a" * (MIN_SECRET - 1) + "Z"
+    scrubber = Scrubber({"pin": short})
+    assert scrubber.scrub(f"x {short.upper()} {quote(short)} {base64.b64encode(short.encode()).decode()} y") == \
+        "x <secret>pin</secret> <secret>pin</secret> <secret>pin</secret> y"
+    assert all(len(form) >= MIN_BASE64_CORE for form in base64_forms("a" * 32)[2:])
+    assert base64_forms(short) == ["YWFhWg==", "YWFhWg"]  # only its whole encodings: no short cores
+
+
+def test_a_long_value_is_matched_in_each_whole_encoding() -> None:
+    long = ("k3y/" + "x" * PER_CHARACTER_MAX) + "&end"
+    scrubber = Scrubber({"key": long})
+    for form in (long, long.upper(), quote(long, safe=""), quote_plus(long), html.escape(long),
+                 json.dumps(long)[1:-1], base64.b64encode(long.encode()).decode()):
+        assert scrubber.scrub(f"[{form}]") == "[<secret>key</secret>]", form
+
+
+def test_the_longest_value_wins_and_a_placeholder_is_not_scrubbed_again() -> None:
+    scrubber = Scrubber({"secret": "secret", "long": "secret-longer"})
+    assert scrubber.scrub("secret-longer and secret") == "<secret>long</secret> and <secret>secret</secret>"
+
+
+def test_json_like_values_stay_well_formed_whatever_the_secret_holds() -> None:
+    scrubber = Scrubber({"q": 'ab"c\\'})
+    entry = {"text": 'said ab"c\\ and AB\\"C\\\\', 'ab"c\\': ["ab%22c%5C", 3, None]}
+    assert scrubber.scrub_value(entry) == {"text": "said <secret>q</secret> and <secret>q</secret>",
+                                           "<secret>q</secret>": ["<secret>q</secret>", 3, None]}
+
+
+def test_a_lone_surrogate_does_not_stop_the_scrub() -> None:
+    assert Scrubber(SECRETS).scrub(f"\ud800 {PASSWORD}") == "\ufffd <secret>password</secret>"
