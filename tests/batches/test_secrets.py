@@ -70,7 +70,8 @@ class EchoingShop:
     """A GET sign-in form on 127.0.0.1: the values travel in the URL, and the signed-in page echoes
     them back in every ordinary encoding: the user name upper-cased by CSS, the password
     HTML-escaped, both URL-encoded in a link, a failing image (network log) and the console, and
-    base64 as a Basic credential in the console."""
+    base64 as a Basic credential in the console; a tracker on a private address (which jobs may not
+    reach) asks for the same query: the firewall's refusal is logged."""
 
     def __init__(self) -> None:
         self.logins: list[dict[str, str]] = []
@@ -80,13 +81,13 @@ class EchoingShop:
             def do_GET(self) -> None:  # noqa: N802
                 url = urllib.parse.urlsplit(self.path)
                 if url.path == "/login":
-                    self._signed_in(self.path, {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()})
+                    self._signed_in(url, {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()})
                 elif url.path == "/":
                     self._send(200, FORM.replace('method="post"', 'method="get"'))
                 else:
                     self._send(404, "not here")
 
-            def _signed_in(self, path: str, form: dict[str, str]) -> None:
+            def _signed_in(self, url: urllib.parse.SplitResult, form: dict[str, str]) -> None:
                 shop.logins.append(form)
                 user, password = form.get("user", ""), form.get("password", "")
                 basic = json.dumps(f"{user}:{password}")
@@ -94,7 +95,8 @@ class EchoingShop:
 <h1 style="text-transform: uppercase">Signed in as {html.escape(user)}</h1>
 <p>Your password {html.escape(password)} was accepted.</p>
 <a href="/orders?user={urllib.parse.quote_plus(user)}">Your orders</a>
-<img src="/pixel.gif?from={urllib.parse.quote(path, safe='')}" alt="">
+<img src="/pixel.gif?from={urllib.parse.quote(url.geturl(), safe='')}" alt="">
+<img src="http://10.255.255.1/track?{url.query}" alt="">
 <script>console.log("signed in at " + location.href);
 console.log("Authorization: Basic " + btoa({basic}));</script></body></html>""")
 
@@ -229,12 +231,14 @@ def test_secrets_echoed_in_any_encoding_reach_no_prompt_record_log_or_artifact(o
     assert "<secret>password</secret>" in kept["page.html"] and "<secret>user</secret>" in kept["page.md"]
     assert "Authorization: Basic <secret>user</secret>" in kept["console.jsonl"]
     assert "pixel.gif" in kept["network.jsonl"]
+    worker_log = "".join(w.log(10_000_000) for w in ops.workers)
+    assert "egress refused GET 10.255.255.1:80" in worker_log  # the tracker was asked for, and refused
     places = {
         "the LLM's requests": json.dumps(scripted.requests),
         "Redis": redis_dump(ops),
         "the job's events": json.dumps(ops.events(job["id"])),
         "the job record": json.dumps(ops.job(job["id"])),
-        "the worker log": "".join(w.log(10_000_000) for w in ops.workers),
+        "the worker log": worker_log,
         "the webhook": b"".join(hook.bodies).decode(),
         **{f"artifact {name}": text for name, text in kept.items()},
     }

@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import html
 import json
+import logging
 from urllib.parse import quote, quote_plus
 
 import pytest
 
+from config import bind, scrub_with, setup_logging
 from workers.jobs.model.spec import MIN_SECRET
 from workers.jobs.secrets.scrubber import MIN_BASE64_CORE, PER_CHARACTER_MAX, Scrubber, base64_forms
 
@@ -105,3 +107,29 @@ def test_json_like_values_stay_well_formed_whatever_the_secret_holds() -> None:
 
 def test_a_lone_surrogate_does_not_stop_the_scrub() -> None:
     assert Scrubber(SECRETS).scrub(f"\ud800 {PASSWORD}") == "\ufffd <secret>password</secret>"
+
+
+@pytest.mark.parametrize("json_lines", [True, False])
+def test_every_log_line_of_a_job_is_scrubbed_message_fields_and_traceback(capsys, json_lines: bool) -> None:
+    url = f"http://127.0.0.1/login?user={quote_plus(USER)}&password={quote_plus(PASSWORD)}"
+    setup_logging("INFO", json_lines=json_lines)
+    log = logging.getLogger("browserd.test")
+    try:
+        with bind(job_id="job-1"):
+            scrub_with(Scrubber(SECRETS).scrub)
+            with bind(url=url):
+                log.info("opened %s as %s", url, USER.upper())
+                try:
+                    raise ValueError(f"no page at {url}")
+                except ValueError:
+                    log.exception("failed")
+        log.info("after the job: %s", "S3cr3t%26P")  # not the job's context: as written
+        err = capsys.readouterr().err
+    finally:
+        logging.getLogger().handlers.clear()
+    job_lines, after = err.split("after the job")
+    for variant in (*encodings(USER).values(), *encodings(PASSWORD).values()):
+        assert variant not in job_lines, variant
+    assert job_lines.count("<secret>password</secret>") == 4 and "ValueError: no page at" in job_lines
+    assert "job-1" in job_lines and "S3cr3t%26P" in after
+    assert '"_scrub"' not in job_lines and "_scrub=" not in job_lines and "<bound method" not in job_lines
