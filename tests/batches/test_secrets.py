@@ -261,7 +261,8 @@ def test_secret_and_credential_inputs_are_checked(ops: Stack) -> None:
     status, err = ops.call("POST", "/v1/schedules", {"every": 60, "job": {"task": "x", "secrets": {"pw": "abcd"}}})
     assert status == 422 and err["fields"][0]["field"] == "job.secrets", err
     for body in ({"name": "x"}, {"name": "x", "secrets": {}}, {"name": "bad name", "secrets": {"a": "abcd"}},
-                 {"name": "x", "secrets": {"a": "abcd"}, "extra": 1}):
+                 {"name": "x", "secrets": {"a": "abcd"}, "extra": 1}, {"name": "x", "secrets": {"a": "abc"}},
+                 {"name": "x", "secrets": {"a": "abcd", "b": "x" * 4097}}):
         assert ops.call("POST", "/v1/credentials", body)[0] == 422, body
     assert ops.call("DELETE", "/v1/credentials/never-made")[0] == 404
     assert ops.call("POST", "/v1/credentials", {"name": "gone", "secrets": {"pw": "abcd"}})[0] == 201

@@ -10,10 +10,12 @@ import logging
 from urllib.parse import quote, quote_plus
 
 import pytest
+from pydantic import ValidationError
 
 from config import bind, scrub_with, setup_logging
 from tests.support.secret_echoes import PASSWORD, SECRETS, USER, encodings
 from workers.jobs.model.spec import MIN_SECRET
+from workers.jobs.secrets.models import CredentialSet
 from workers.jobs.secrets.scrubber import MIN_BASE64_CORE, PER_CHARACTER_MAX, Scrubber, base64_forms
 
 
@@ -56,6 +58,13 @@ def test_the_shortest_secret_is_still_scrubbed_in_every_case_and_has_no_unaligne
         "x <secret>pin</secret> <secret>pin</secret> <secret>pin</secret> y"
     assert all(len(form) >= MIN_BASE64_CORE for form in base64_forms("a" * 32)[2:])
     assert base64_forms(short) == ["YWFhWg==", "YWFhWg"]  # only its whole encodings: no short cores
+
+
+@pytest.mark.parametrize("value", ["abc", "x" * 4097])
+def test_a_credential_set_keeps_a_jobs_bound(value: str) -> None:
+    with pytest.raises(ValidationError, match=f"{MIN_SECRET} to 4096 characters"):
+        CredentialSet(name="shop", secrets={"password": value})
+    assert CredentialSet(name="shop", secrets={"password": "abcd"}).secrets["password"].get_secret_value() == "abcd"
 
 
 def test_a_long_value_is_matched_in_each_whole_encoding() -> None:
