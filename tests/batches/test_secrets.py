@@ -238,6 +238,7 @@ def test_secrets_echoed_in_any_encoding_reach_no_prompt_record_log_or_artifact(o
         "the job's events": json.dumps(ops.events(job["id"])),
         "the job record": json.dumps(ops.job(job["id"])),
         "the worker log": worker_log,
+        "the API log": ops.api.log(10_000_000) if ops.api else "",
         "the webhook": b"".join(hook.bodies).decode(),
         **{f"artifact {name}": text for name, text in kept.items()},
     }

@@ -10,6 +10,7 @@ import logging
 from urllib.parse import quote, quote_plus
 
 import pytest
+import re2
 from pydantic import ValidationError
 
 from config import bind, scrub_with, setup_logging
@@ -85,6 +86,12 @@ def test_json_like_values_stay_well_formed_whatever_the_secret_holds() -> None:
     entry = {"text": 'said ab"c\\ and AB\\"C\\\\', 'ab"c\\': ["ab%22c%5C", 3, None]}
     assert scrubber.scrub_value(entry) == {"text": "said <secret>q</secret> and <secret>q</secret>",
                                            "<secret>q</secret>": ["<secret>q</secret>", 3, None]}
+
+
+def test_a_finished_jobs_values_are_not_kept_by_a_pattern_cache() -> None:
+    before = re2._Regexp._make.cache_info().currsize
+    assert Scrubber({"pin": "pin-7391"}).scrub("pin-7391") == "<secret>pin</secret>"
+    assert re2._Regexp._make.cache_info().currsize == before
 
 
 def test_a_lone_surrogate_does_not_stop_the_scrub() -> None:

@@ -146,7 +146,9 @@ class Scrubber:
             options.max_mem = MAX_PROGRAM_MEMORY
             options.log_errors = False
             groups = "|".join(f"({_pattern(value)})" for _, value in ordered)
-            self._regexp = re2.compile(f"(?i:{groups})", options)
+            # not re2.compile: it keeps the last 128 patterns compiled, so the values of finished jobs
+            # (and up to tens of MB of program each) would stay in the worker after their jobs
+            self._regexp = re2._Regexp(f"(?i:{groups})", options)
 
     def __bool__(self) -> bool:
         return self._regexp is not None
