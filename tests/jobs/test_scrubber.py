@@ -81,6 +81,12 @@ def test_the_longest_value_wins_and_a_placeholder_is_not_scrubbed_again() -> Non
     assert scrubber.scrub("secret-longer and secret") == "<secret>long</secret> and <secret>secret</secret>"
 
 
+def test_two_values_echoed_overlapping_leave_nothing_of_either() -> None:
+    scrubber = Scrubber({"a": "abcdef12", "b": "ef12ghij"})
+    assert scrubber.scrub("<abcdef12ghij>") == "<<secret>a</secret><secret>b</secret>>"
+    assert scrubber.scrub("abcdef12 ef12ghij") == "<secret>a</secret> <secret>b</secret>"
+
+
 def test_json_like_values_stay_well_formed_whatever_the_secret_holds() -> None:
     scrubber = Scrubber({"q": 'ab"c\\'})
     entry = {"text": 'said ab"c\\ and AB\\"C\\\\', 'ab"c\\': ["ab%22c%5C", 3, None]}
