@@ -23,6 +23,9 @@ a token carries it in base64. So each secret becomes one pattern, built once per
   characters long, the part of its base64 that is the same wherever it sits in a longer encoded
   message (``user:password``) at each of the three byte alignments.
 
+A value longer than ``PER_CHARACTER_MAX`` (a key, a certificate) is matched in each whole encoding
+(``literal_forms``) instead of character by character, which keeps its program small.
+
 Each secret is one RE2 program (linear time in the text, whatever the secrets hold); the
 matches of all of them are replaced in one pass, leftmost and longest first, so a placeholder is
 never scrubbed again. The bound is the spec's ``MIN_SECRET`` (4 characters, a
