@@ -20,9 +20,11 @@ import json
 import logging
 import os
 import re
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 from cdp import BrowserPool, PoolConfig, process_tree
@@ -33,6 +35,7 @@ from tests.support import isolation_attacks
 from tests.support.jobs import run_job
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.schemas import anyof_bomb
+from tests.support.secret_echoes import SECRETS, leaks
 from tests.support.servers import (
     SITE,
     RecordingServer,
@@ -326,6 +329,39 @@ async def schema_anyof_bomb(stage: Stage) -> bool:
     return (result.category == FailureCategory.invalid_output and "output schema took longer" in (result.error or "")
             and stall < 1.0)
 
+# --- secrets (issue 22, finding 4): a page echoes a typed secret in ordinary encodings -----------
+
+
+async def encoded_secret_echo(stage: Stage) -> bool:
+    """A GET sign-in with issue 22's two secrets; the signed-in page echoes them upper-cased by CSS,
+    HTML-escaped, URL-encoded (a link, a failing image, the console) and as a base64 Basic
+    credential. No encoding of either reaches the model's prompts, the result or a text artifact."""
+    turns = iter([[{"input_text": {"index": 1, "text": "<secret>user</secret>"}},
+                   {"input_text": {"index": 2, "text": "<secret>password</secret>"}}, {"click_element": {"index": 3}}],
+                  [{"wait": {"seconds": 1}}], [{"done": {"text": "signed in", "success": True}}]])
+
+    def sign_in(request: dict[str, object]) -> Reply:
+        tool = ((request.get("tools") or [{}])[0]).get("function", {}).get("name")  # type: ignore[union-attr]
+        if tool == "AgentOutput":
+            return Reply.tool({"current_state": {"evaluation_previous_goal": "", "memory": "", "next_goal": "sign in"},
+                               "action": next(turns, [{"done": {"text": "signed in", "success": True}}])})
+        done = any("signed in" in json.dumps(m) for m in request["messages"] if m["role"] == "assistant")  # type: ignore[attr-defined, index]
+        return Reply.tool({"observation": "a page", "challenges": "", "done": done, "next_steps": "",
+                           "final_answer": "signed in" if done else "", "reasoning": "bench", "web_task": True})
+
+    with LLMServer() as llm, tempfile.TemporaryDirectory() as store:
+        llm.responder = sign_in
+        settings = stage.settings.model_copy(update={"llm_base_url": llm.base_url, "planning_interval": 100,
+                                                      "artifacts_url": f"file://{store}"})
+        spec = JobSpec(task="Sign in", start_url=stage.site.url("agent/echo-login.html"), allowed_networks=PAGES,
+                       secrets=SECRETS, artifacts={"page": "always", "logs": "always", "screenshots": "off"})
+        async with stage.pool.lease() as lease:
+            result = await run_job(spec, lease, settings=settings)
+        kept = {p.name: p.read_text(errors="replace") for p in Path(store).rglob("*") if p.is_file()}
+        places = {"the model's prompts": json.dumps(llm.requests), "the result": result.model_dump_json(), **kept}
+    signed_in = "SIGNED IN AS <secret>user</secret>" in kept.get("page.md", "")  # the echo was there, scrubbed
+    return signed_in and leaks(places) == []
+
 
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
@@ -353,6 +389,8 @@ VECTORS: dict[str, Check] = {
     "nat64_address": nat64_address,
     # output schemas (issue 22, finding 5)
     "schema_anyof_bomb": schema_anyof_bomb,
+    # secrets (issue 22, finding 4)
+    "encoded_secret_echo": encoded_secret_echo,
 }
 
 

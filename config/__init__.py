@@ -1,6 +1,6 @@
 """Configuration: one pydantic-settings ``Settings`` read from ``BROWSERD_*`` variables, and logging."""
 
-from config.logs import bind, note, setup_logging
+from config.logs import bind, note, scrub_with, setup_logging
 from config.settings import (
     MODEL_PARAMS,
     ROLES,
@@ -14,4 +14,4 @@ from config.settings import (
     settings_table,
 )
 
-__all__ = ["bind", "note", "setup_logging", "MODEL_PARAMS", "ROLES", "ReasoningEffort", "Role", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]
+__all__ = ["bind", "note", "scrub_with", "setup_logging", "MODEL_PARAMS", "ROLES", "ReasoningEffort", "Role", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]

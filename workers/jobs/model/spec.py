@@ -107,6 +107,16 @@ ScreenshotPolicy = Literal["every_step", "on_failure", "off"]
 KeepPolicy = Literal["always", "on_failure", "off"]
 
 
+def check_secret_values(value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+    """A job's or a credential set's values: each ``MIN_SECRET`` to ``MAX_SECRET`` characters, the
+    bound of the scrubber (``workers.jobs.secrets.scrubber``)."""
+    for name, secret in value.items():
+        if not MIN_SECRET <= len(secret.get_secret_value()) <= MAX_SECRET:
+            raise ValueError(f"secret {name!r}: {MIN_SECRET} to {MAX_SECRET} characters (a shorter value could "
+                             "not be told apart from ordinary text, so it could not be kept out of prompts)")
+    return value
+
+
 class ArtifactOptions(BaseModel):
     """What a job keeps in the artifact store (``BROWSERD_ARTIFACTS_URL``). By default a failed job
     keeps everything it can show about what it saw, and a succeeded one nothing but its downloads."""
@@ -258,11 +268,7 @@ class JobSpec(BaseModel):
     @field_validator("secrets")
     @classmethod
     def _secret_values(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
-        for name, secret in value.items():
-            if not MIN_SECRET <= len(secret.get_secret_value()) <= MAX_SECRET:
-                raise ValueError(f"secret {name!r}: {MIN_SECRET} to {MAX_SECRET} characters (a shorter value could "
-                                 "not be told apart from ordinary text, so it could not be kept out of prompts)")
-        return value
+        return check_secret_values(value)
 
     @field_validator("labels")
     @classmethod
