@@ -329,6 +329,7 @@ async def schema_anyof_bomb(stage: Stage) -> bool:
     return (result.category == FailureCategory.invalid_output and "output schema took longer" in (result.error or "")
             and stall < 1.0)
 
+
 # --- secrets (issue 22, finding 4): a page echoes a typed secret in ordinary encodings -----------
 
 
