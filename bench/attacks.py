@@ -364,6 +364,38 @@ async def encoded_secret_echo(stage: Stage) -> bool:
     return signed_in and leaks(places) == []
 
 
+# --- more spellings and bounds (issue 22, findings 5 and 6) -------------------------------------
+
+
+async def embedded_ipv4_address(stage: Stage) -> bool:
+    """The metadata address inside SIIT, IPv4-compatible and 6to4 IPv6 literals: refused before dialling."""
+    urls = ["http://[::ffff:0:a9fe:a9fe]/latest/", "http://[::a9fe:a9fe]/latest/", "http://[2002:a9fe:a9fe::1]/latest/"]
+    return all([await _refused_before_dialling(stage, url) for url in urls])
+
+
+async def site_local_address(stage: Stage) -> bool:
+    """``fec0::/10`` (deprecated site-local, still routed inside some networks) is private, not public."""
+    return await _refused_before_dialling(stage, "http://[fec0::1]/")
+
+
+async def denied_ip_respelled(stage: Stage) -> bool:
+    """127.0.0.1 opened as a network but denied by name: its decimal, hex and IPv4-mapped spellings are
+    denied too, and nothing reaches the recorder listening there."""
+    hosts = ["2130706433", "0x7f.0.0.1", "[::ffff:127.0.0.1]"]
+    results = [await stage.run(_visit(stage.denied.url("agent/secret.html", host=host), 0.2,
+                                      denied_domains=["127.0.0.1"])) for host in hosts]
+    return all(result.category == "url_blocked" for result, _ in results) and stage.denied.paths == []
+
+
+async def schema_ref_recursion(stage: Stage) -> bool:
+    """``{"$ref": "#"}`` is refused at submission as recursive, not run into a RecursionError."""
+    try:
+        check_spec(JobSpec(task="x", output_schema={"$ref": "#"}), stage.settings)
+    except SchemaTooComplex as exc:
+        return exc.limit is SchemaLimit.recursion
+    return False
+
+
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
     "service_worker": service_worker,
@@ -392,6 +424,11 @@ VECTORS: dict[str, Check] = {
     "schema_anyof_bomb": schema_anyof_bomb,
     # secrets (issue 22, finding 4)
     "encoded_secret_echo": encoded_secret_echo,
+    # more spellings and bounds (issue 22, findings 5 and 6)
+    "embedded_ipv4_address": embedded_ipv4_address,
+    "site_local_address": site_local_address,
+    "denied_ip_respelled": denied_ip_respelled,
+    "schema_ref_recursion": schema_ref_recursion,
 }
 
 
