@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from config.hosts import parse_hosts
 from config.isolation import CHROME_USER
 from config.networks import parse_networks
 
@@ -159,6 +160,13 @@ class Settings(BaseSettings):
         False,
         description="Let 'serve' listen on a non-loopback address without BROWSERD_API_TOKEN (anyone who can "
         "reach the port drives the API); logged as a warning at every start.",
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="More Host names the API answers (comma-separated host or host:port; a name without a port "
+        "matches any port), besides the address it binds (and localhost, 127.0.0.1, [::1] when that is loopback "
+        "or 0.0.0.0/::). Any other Host gets 421: a page that points its DNS name at the API (DNS rebinding) "
+        "cannot drive it. Checked always without BROWSERD_API_TOKEN; with a token, only when set.",
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -335,7 +343,7 @@ class Settings(BaseSettings):
     )
 
     @field_validator("chrome_args", "cdp_urls", "allowed_domains", "denied_domains", "allowed_networks",
-                     "cors_origins", "webhook_allowed_networks", mode="before")
+                     "cors_origins", "webhook_allowed_networks", "allowed_hosts", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
@@ -367,6 +375,11 @@ class Settings(BaseSettings):
             if not origin.startswith(("http://", "https://")) or origin.count("/") != 2:
                 raise ValueError(f"{origin!r} is not an origin (scheme://host[:port], no path)")
         return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        return parse_hosts(value)
 
     @field_validator("log_level", mode="before")
     @classmethod
