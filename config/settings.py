@@ -25,6 +25,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from config.hosts import parse_hosts
 from config.isolation import CHROME_USER
+from config.masking import MASK, mask_url
 from config.networks import parse_networks
 
 ENV_PREFIX = "BROWSERD_"
@@ -440,14 +441,19 @@ class Settings(BaseSettings):
         return {name: value for name, value in values.items() if value is not None}
 
     def masked(self) -> dict[str, Any]:
-        """The effective settings as plain data, secrets replaced by asterisks."""
+        """The effective settings as plain data, secrets replaced by asterisks: the secret fields, and
+        the passwords and secret-looking query parameters inside URL values (``config.masking``)."""
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, SecretStr):
-                value = "********" if value.get_secret_value() else ""
+                value = MASK if value.get_secret_value() else ""
             elif value is not None and not isinstance(value, (str, int, float, bool, list)):
                 value = str(value)
+            if isinstance(value, str):
+                value = mask_url(value)
+            elif isinstance(value, list):
+                value = [mask_url(str(item)) for item in value]
             out[name] = value
         return out
 

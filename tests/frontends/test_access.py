@@ -109,6 +109,15 @@ def test_settings_are_masked_and_unknown_things_are_404(client: TestClient) -> N
     assert bad.status_code == 422 and "not key=value" in bad.text
 
 
+def test_the_settings_page_masks_secret_query_parameters(redis_url: str) -> None:
+    with console_client(redis_url, llm_base_url="https://llm.example/openai?api-version=2024&api-key=llm-key-123",
+                        cdp_urls="wss://chrome.example/?token=cdp-tok") as c:
+        login(c)
+        page = c.get("/ui/settings").text
+    assert "llm-key-123" not in page and "cdp-tok" not in page
+    assert "api-version=2024" in page and "llm.example/openai" in page
+
+
 def test_without_a_token_the_console_is_open_but_still_checks_csrf(redis_url: str) -> None:
     app = create_app(load_settings(redis_url=redis_url))
     with TestClient(app, base_url=ORIGIN, follow_redirects=False) as c:
