@@ -3,7 +3,7 @@
 Operators put passwords inside URLs (``redis://:pw@host``, ``rediss://host?password=pw``, an LLM
 endpoint's ``?api-key=``, a browser service's ``?token=``, a webhook receiver's ``?sig=``), so every
 place that prints or logs one (``browserd config``, the console's settings page, the demo, webhook
-logs) passes it through ``mask_url``: the user-info password and every query parameter whose name
+logs, the API's access log) passes it through ``mask_url``: the user-info password and every query parameter whose name
 looks secret are replaced by ``MASK``; the rest stays as written, so the URL still says where it goes.
 """
 
@@ -32,12 +32,13 @@ def _masked_query(query: str) -> str:
 
 def mask_url(value: str) -> str:
     """``redis://u:pw@host/0?password=pw&db=1`` -> ``redis://u:********@host/0?password=********&db=1``;
-    text that is not a URL is returned as it is."""
+    a request target (``/ui/?token=t``) has its query masked alike; other text is returned as it is."""
     try:
         parts = urlsplit(value)
     except ValueError:
         return value
-    if not parts.scheme or not (parts.netloc or parts.query):
+    target = value.startswith("/") and not value.startswith("//")
+    if not (parts.scheme or target) or not (parts.netloc or parts.query):
         return value
     netloc = parts.netloc
     if "@" in netloc:

@@ -15,11 +15,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from config import setup_logging
     from daemon.api import create_app
     from daemon.api.exposure import check_exposure
+    from daemon.api.server import run as serve
 
     settings = load_settings()
     setup_logging(settings.log_level, json_lines=settings.log_json)
@@ -27,12 +26,5 @@ def run(args: argparse.Namespace) -> int:
     settings = settings.model_copy(update={"api_host": args.host or settings.api_host,
                                            "api_port": args.port if args.port is not None else settings.api_port})
     check_exposure(settings.api_host, settings)
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=settings.api_host,
-        port=settings.api_port,
-        log_level=settings.log_level.lower(),
-        access_log=settings.log_level == "DEBUG",
-    )
+    serve(create_app(settings), settings)
     return 0
