@@ -193,6 +193,11 @@ class Settings(BaseSettings):
     metrics_port: int = Field(
         9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on; 0 picks a free port."
     )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address a worker serves its Prometheus metrics on. Loopback by default: "
+        "nothing else on the network can read them. The image, compose and Kubernetes set 0.0.0.0 so that "
+        "Prometheus and the kubelet's probe reach each worker's container."
+    )
     worker_concurrency: int = Field(4, ge=1, description="Jobs one worker process runs at once on its event loop.")
     result_ttl: int = Field(7 * 24 * 3600, ge=1, description="Seconds finished job records and results are kept.")
     job_timeout: float = Field(600.0, gt=0, description="Default wall-clock limit for one job, in seconds.")
