@@ -166,8 +166,9 @@ class Settings(BaseSettings):
         default_factory=list,
         description="More Host names the API answers (comma-separated host or host:port; a name without a port "
         "matches any port), besides the address it binds (and localhost, 127.0.0.1, [::1] when that is loopback "
-        "or 0.0.0.0/::). Any other Host gets 421: a page that points its DNS name at the API (DNS rebinding) "
-        "cannot drive it. Checked always without BROWSERD_API_TOKEN; with a token, only when set.",
+        "or 0.0.0.0/::). Any other Host gets 421 (but /healthz, /readyz and /metrics): a page that points its DNS "
+        "name at the API (DNS rebinding) cannot drive it. Checked always without BROWSERD_API_TOKEN; with a "
+        "token, only when set.",
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

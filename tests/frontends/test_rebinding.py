@@ -63,7 +63,7 @@ def test_a_rebound_host_is_refused_on_the_api_the_console_and_mcp_without_a_toke
     assert refused(c.get("/ui/submit", headers=evil))
     assert refused(c.post("/ui/submit", data={"kind": "task", "task": "x"}, headers={**evil, "Origin": f"http://{EVIL}"}))
     assert refused(c.post("/mcp", json=tool_call("submit_job", TASK), headers={**MCP_HEADERS, **evil}))
-    assert refused(c.get("/metrics", headers=evil))
+    assert refused(c.get("/docs", headers=evil)) and refused(c.get("/openapi.json", headers=evil))
     # nothing was created by any of them
     assert c.get("/v1/jobs").json()["jobs"] == before
 
@@ -87,6 +87,14 @@ def test_an_allowed_host_submits_and_mcp_tools_call_the_api_in_process(app_for: 
     answer = mcp_result(c.post("/mcp", json=tool_call("get_job", {"job_id": job.json()["id"]}), headers=MCP_HEADERS).text)
     assert answer["result"].get("isError") is not True, answer
     assert job.json()["id"] in json.dumps(answer["result"])
+
+
+def test_probes_and_scrapes_answer_any_host(app_for: Any) -> None:
+    """What never takes a token (health checks, /metrics) is asked by a pod's address or a service name."""
+    c = app_for(api_token="tok-123", allowed_hosts="browserd.lan")
+    assert c.get("/healthz", headers={"Host": "10.1.2.3:8080"}).status_code == 200
+    assert c.get("/metrics", headers={"Host": "10.1.2.3:8080"}).status_code == 200
+    assert refused(c.get("/v1/jobs", headers={"Host": "10.1.2.3:8080", "Authorization": "Bearer tok-123"}))
 
 
 def test_the_setting_adds_hosts_and_a_port_if_given(app_for: Any) -> None:
