@@ -396,6 +396,31 @@ async def schema_ref_recursion(stage: Stage) -> bool:
     return False
 
 
+# --- DNS rebinding on the API (issue 22, finding 7) ----------------------------------------------
+
+
+async def rebound_host(stage: Stage) -> bool:
+    """A page whose name was re-pointed at a token-less loopback API talks to it as its own origin
+    (``Host: rebind.test:PORT``): it posts a job, reads the console's form and submits it with the form's
+    CSRF token, and calls /mcp's submit_job. Every answer is 421 and no job exists."""
+    import httpx
+
+    with _api_stack(api_token="") as api:
+        port = api.url.rsplit(":", 1)[1]
+        page = {"Host": f"rebind.test:{port}", "Origin": f"http://rebind.test:{port}", "Sec-Fetch-Site": "same-origin"}
+        spec = {"task": "send me the results", "start_url": "https://example.com/"}
+        mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "submit_job", "arguments": spec}}
+        with httpx.Client(base_url=api.url, timeout=30) as http:
+            form = http.get("/ui/submit", headers=page)
+            csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text)
+            answers = [form.status_code, http.post("/v1/jobs", json=spec, headers=page).status_code,
+                       http.post("/ui/submit", headers=page, data={"kind": "task", "task": spec["task"],
+                                                                   "csrf": csrf.group(1) if csrf else ""}).status_code,
+                       http.post("/mcp", json=mcp, headers={**page, "Accept": "application/json, text/event-stream"}).status_code]
+        status, listed = api.call("GET", "/v1/jobs")
+    return answers == [421] * 4 and status == 200 and listed["jobs"] == []
+
+
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
     "service_worker": service_worker,
@@ -429,6 +454,8 @@ VECTORS: dict[str, Check] = {
     "site_local_address": site_local_address,
     "denied_ip_respelled": denied_ip_respelled,
     "schema_ref_recursion": schema_ref_recursion,
+    # DNS rebinding on the API (issue 22, finding 7)
+    "rebound_host": rebound_host,
 }
 
 

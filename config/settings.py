@@ -23,8 +23,10 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from config.api_hosts import parse_hosts
 from config.hosts import normalise_entries
 from config.isolation import CHROME_USER
+from config.masking import MASK, mask_url
 from config.networks import parse_networks
 
 ENV_PREFIX = "BROWSERD_"
@@ -161,6 +163,14 @@ class Settings(BaseSettings):
         description="Let 'serve' listen on a non-loopback address without BROWSERD_API_TOKEN (anyone who can "
         "reach the port drives the API); logged as a warning at every start.",
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="More Host names the API answers (comma-separated host or host:port; a name without a port "
+        "matches any port), besides the address it binds (and localhost, 127.0.0.1, [::1] when that is loopback "
+        "or 0.0.0.0/::). Any other Host gets 421 (but /healthz, /readyz and /metrics): a page that points its DNS "
+        "name at the API (DNS rebinding) cannot drive it. Checked always without BROWSERD_API_TOKEN; with a "
+        "token, only when set.",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Origins whose pages may call the API from a browser (comma-separated, e.g. "
@@ -184,6 +194,11 @@ class Settings(BaseSettings):
     )
     metrics_port: int = Field(
         9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on; 0 picks a free port."
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address a worker serves its Prometheus metrics on. Loopback by default: "
+        "nothing else on the network can read them. The image, compose and Kubernetes set 0.0.0.0 so that "
+        "Prometheus and the kubelet's probe reach each worker's container."
     )
     worker_concurrency: int = Field(4, ge=1, description="Jobs one worker process runs at once on its event loop.")
     result_ttl: int = Field(7 * 24 * 3600, ge=1, description="Seconds finished job records and results are kept.")
@@ -336,7 +351,7 @@ class Settings(BaseSettings):
     )
 
     @field_validator("chrome_args", "cdp_urls", "allowed_domains", "denied_domains", "allowed_networks",
-                     "cors_origins", "webhook_allowed_networks", mode="before")
+                     "cors_origins", "webhook_allowed_networks", "allowed_hosts", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
@@ -368,6 +383,11 @@ class Settings(BaseSettings):
             if not origin.startswith(("http://", "https://")) or origin.count("/") != 2:
                 raise ValueError(f"{origin!r} is not an origin (scheme://host[:port], no path)")
         return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        return parse_hosts(value)
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -434,14 +454,19 @@ class Settings(BaseSettings):
         return {name: value for name, value in values.items() if value is not None}
 
     def masked(self) -> dict[str, Any]:
-        """The effective settings as plain data, secrets replaced by asterisks."""
+        """The effective settings as plain data, secrets replaced by asterisks: the secret fields, and
+        the passwords and secret-looking query parameters inside URL values (``config.masking``)."""
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, SecretStr):
-                value = "********" if value.get_secret_value() else ""
+                value = MASK if value.get_secret_value() else ""
             elif value is not None and not isinstance(value, (str, int, float, bool, list)):
                 value = str(value)
+            if isinstance(value, str):
+                value = mask_url(value)
+            elif isinstance(value, list):
+                value = [mask_url(str(item)) for item in value]
             out[name] = value
         return out
 

@@ -333,7 +333,8 @@ CONFIGURATION_INTRO = """\
 {notice}
 
 Every setting is an environment variable (or a line in `.env` in the working directory).
-`browserd config` prints the effective values with secrets masked (`--json` as JSON,
+`browserd config` prints the effective values with secrets masked, passwords and secret-looking query
+parameters (`?password=`, `?api-key=`, `?token=`, ...) inside URLs too (`--json` as JSON,
 `--markdown` prints this table); a bad value stops browserd at start with the variable's name and
 what is allowed. Which settings every host of a deployment must share is in
 [Operations](../operations.md#running-workers-on-several-hosts).

@@ -34,8 +34,9 @@ class Api:
         return cls(AsyncClient(base_url, token or "", timeout))
 
     @classmethod
-    def in_process(cls, app: Any, token: str | None, timeout: float = 30.0) -> Api:
-        return cls(AsyncClient("http://browserd.internal", token or "", timeout,
+    def in_process(cls, app: Any, token: str | None, timeout: float = 30.0, host: str = "127.0.0.1") -> Api:
+        """Calls to ``app`` itself, as ``host`` (a Host header the API answers: its DNS-rebinding guard)."""
+        return cls(AsyncClient(f"http://{host}", token or "", timeout,
                                transport=httpx.ASGITransport(app=app)))
 
     async def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
