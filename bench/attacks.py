@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
@@ -44,6 +47,8 @@ from tests.support.servers import (
     serve,
 )
 from tests.support.sockets import listening_pids
+from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.ids import new_id
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import FailureCategory
@@ -421,6 +426,58 @@ async def rebound_host(stage: Stage) -> bool:
     return answers == [421] * 4 and status == 200 and listed["jobs"] == []
 
 
+# --- downloads (issue 22, finding 9): a download with no Content-Length, past the cap ----------
+
+
+class _EndlessDownload(BaseHTTPRequestHandler):
+    """``/`` links to ``/big.bin``, sent chunked with no Content-Length (40 MiB), so only Chrome's
+    progress reports can tell it is past the cap."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path != "/big.bin":
+            body = b'<a href="/big.bin" download="big.bin">archive</a>'
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b"x" * 65536
+        with contextlib.suppress(OSError):
+            for _ in range(640):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def download_over_cap(stage: Stage) -> bool:
+    """A chunked 40 MiB download under a 1 MiB cap: refused, and nothing of it kept in the job's
+    artifacts (what may pass the cap on disk before the cancel is the bound docs/security.md states)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EndlessDownload)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            settings = stage.settings.model_copy(update={"download_max_mb": 1, "artifacts_url": f"file://{folder}"})
+            job = ArtifactStore.open(settings.artifacts_url).job(new_id())
+            spec = JobSpec(start_url=f"http://127.0.0.1:{server.server_port}/", allowed_networks=PAGES,
+                           script=[{"click_element": {"index": 1}}, {"wait": {"seconds": 3}}, {"done": {"text": "ok"}}])
+            async with stage.pool.lease() as lease:
+                result = await run_job(spec, lease, settings=settings, job_id=job.job_id)
+            kept = [artifact.name for artifact in job.list()]
+    finally:
+        server.shutdown()
+        server.server_close()
+    refused = [d for d in result.downloads if d.name == "big.bin"] == [] and "larger than the 1 MiB limit" in \
+        str(result.steps[0].actions[0].result)
+    return refused and not any(name.startswith("download-") for name in kept)
+
+
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
     "service_worker": service_worker,
@@ -456,6 +513,8 @@ VECTORS: dict[str, Check] = {
     "schema_ref_recursion": schema_ref_recursion,
     # DNS rebinding on the API (issue 22, finding 7)
     "rebound_host": rebound_host,
+    # downloads (issue 22, finding 9)
+    "download_over_cap": download_over_cap,
 }
 
 
