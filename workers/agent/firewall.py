@@ -65,21 +65,25 @@ def _matches(host: str, port: int | None, domain: str) -> bool:
 
 @dataclass(frozen=True)
 class UrlPolicy:
-    """Allow- and deny-lists; an empty allow-list allows every domain the deny-lists do not name."""
+    """Allow- and deny-lists; an empty allow-list allows every domain the deny-lists do not name.
 
-    allowed: tuple[tuple[str, ...], ...] = ()  # every non-empty list must match
-    denied: tuple[str, ...] = ()
+    The job's lists and the operator's (settings) are kept apart, so a refusal can say which one
+    refused and what opens it (the job's ``--allow``, or nothing a job can do)."""
+
+    job_allowed: tuple[str, ...] = ()
+    job_denied: tuple[str, ...] = ()
+    global_allowed: tuple[str, ...] = ()
+    global_denied: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, *, job_allowed: Sequence[str] = (), job_denied: Sequence[str] = (),
               global_allowed: Sequence[str] = (), global_denied: Sequence[str] = ()) -> UrlPolicy:
-        allowed = tuple(tuple(_normalise(d) for d in lst) for lst in (global_allowed, job_allowed) if lst)
-        denied = tuple(_normalise(d) for d in [*global_denied, *job_denied])
-        return cls(allowed=allowed, denied=denied)
+        return cls(*(tuple(_normalise(d) for d in lst) for lst in (job_allowed, job_denied, global_allowed,
+                                                                    global_denied)))
 
     @property
     def restricts_domains(self) -> bool:
-        return bool(self.allowed or self.denied)
+        return bool(self.job_allowed or self.job_denied or self.global_allowed or self.global_denied)
 
     def refusal(self, url: str) -> str | None:
         """Why ``url`` is refused, or None when it is allowed."""
@@ -101,12 +105,21 @@ class UrlPolicy:
         return self.host_refusal(host, port)
 
     def host_refusal(self, host: str, port: int | None) -> str | None:
-        """Why the domain lists refuse ``host`` (on ``port``), or None."""
-        if any(_matches(host, port, d) for d in self.denied):
-            return "domain not allowed"
-        for allow_list in self.allowed:
-            if not any(_matches(host, port, d) for d in allow_list):
-                return "domain not allowed"
+        """Why the domain lists refuse ``host`` (on ``port``), or None: the one place that words a
+        domain refusal, naming the list that refused and what (if anything) opens it."""
+        entry = next((d for d in self.global_denied if _matches(host, port, d)), None)
+        if entry is not None:
+            return f"domain not allowed: {host} is on the operator's BROWSERD_DENIED_DOMAINS ({entry}); no job can open it"
+        entry = next((d for d in self.job_denied if _matches(host, port, d)), None)
+        if entry is not None:
+            return (f"domain not allowed: {host} is on the job's denied_domains ({entry}); open it by dropping "
+                    f"--deny {entry} (job field denied_domains)")
+        if self.global_allowed and not any(_matches(host, port, d) for d in self.global_allowed):
+            return (f"domain not allowed: {host} is not on the operator's BROWSERD_ALLOWED_DOMAINS; no job can "
+                    "open it (the operator can add it there)")
+        if self.job_allowed and not any(_matches(host, port, d) for d in self.job_allowed):
+            return (f"domain not allowed: {host} is not on the job's allowed_domains; open it with --allow {host} "
+                    "(job field allowed_domains)")
         return None
 
     def check(self, url: str) -> None:

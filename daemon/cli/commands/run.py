@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from config import load_settings, setup_logging
+from daemon.cli.access import access_fields, add_access_flags
 from workers.jobs.model.actions import validate_script
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import JobStatus
@@ -30,8 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--start-url", help="page opened before the first step")
     p.add_argument("--script", type=Path, help="JSON file with a list of actions to run instead of the agent")
     p.add_argument("--output-schema", type=Path, help="JSON schema file the job's data must satisfy")
-    p.add_argument("--allow", action="append", default=[], metavar="DOMAIN", help="allowed domain (repeatable)")
-    p.add_argument("--deny", action="append", default=[], metavar="DOMAIN", help="denied domain (repeatable)")
+    add_access_flags(p)
     p.add_argument("--max-steps", type=int, help="agent steps before giving up")
     p.add_argument("--timeout", type=float, help="wall-clock limit of the job in seconds")
     p.add_argument("--profile", metavar="NAME", help="start from this stored auth profile (needs BROWSERD_REDIS_URL)")
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
-    fields: dict[str, Any] = {"allowed_domains": args.allow, "denied_domains": args.deny}
+    fields: dict[str, Any] = access_fields(args)
     if args.script:
         fields["script"] = validate_script(json.loads(args.script.read_text()))
     else:

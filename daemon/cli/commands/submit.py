@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from daemon.cli.access import access_fields, add_access_flags
 from daemon.cli.output import (
     api_command,
     client,
@@ -40,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save-profile", metavar="NAME", help="save the job's cookies and localStorage here if it succeeds")
     p.add_argument("--recipe", metavar="NAME", help="replay a saved recipe instead of a TASK (browserd recipe save)")
     p.add_argument("--param", action="append", default=None, metavar="NAME=VALUE", help="a recipe parameter (repeat)")
+    add_access_flags(p)
     p.add_argument("--wait", action="store_true", help="follow the job's events until it finishes")
     p.add_argument("--json", action="store_true", help="print the job as JSON")
     p.set_defaults(handler=run)
@@ -74,6 +76,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         spec["task"] = args.task
     if args.start_url:
         spec["start_url"] = args.start_url
+    spec.update(access_fields(args))
     if args.max_steps:
         spec["options"] = {"max_steps": args.max_steps}
     if args.timeout:
