@@ -40,3 +40,23 @@ def test_batch_flags_are_defaults_of_every_job(tmp_path: Path):
     request = parse_body(batch.body_of(args, jobs.read_bytes()))
     assert request.defaults == {"allowed_networks": ["127.0.0.1/32"], "denied_domains": ["ads.test"]}
     assert request.jobs == [{"task": "a"}, {"task": "b", "allowed_networks": ["10.0.0.0/8"]}]  # the job's own wins
+
+
+def test_zero_is_passed_on_not_dropped():
+    """``--max-steps 0`` and ``--timeout 0`` were dropped (``if args.max_steps:``): the job ran with the
+    defaults. They are sent, for the API (or the spec, for ``run``) to refuse with its reason."""
+    spec = submit.build_spec(parse("submit", "x", "--max-steps", "0", "--timeout", "0", "--keep-session", "0"))
+    assert spec["options"] == {"max_steps": 0, "keep_session": 0} and spec["timeout"] == 0
+    local = run._spec_fields(parse("run", "x", "--max-steps", "0", "--timeout", "0"))
+    assert local["options"] == {"max_steps": 0} and local["timeout"] == 0
+
+
+def test_submit_takes_an_output_schema_file_or_json_a_kept_session_and_a_webhook(tmp_path: Path):
+    schema = {"type": "object", "required": ["price"]}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    from_file = submit.build_spec(parse("submit", "x", "--output-schema", str(tmp_path / "schema.json")))
+    inline = submit.build_spec(parse("submit", "x", "--output-schema", json.dumps(schema), "--keep-session", "300",
+                                     "--webhook", "https://hooks.example/job"))
+    assert from_file["output_schema"] == inline["output_schema"] == schema
+    assert inline["options"] == {"keep_session": 300} and inline["webhook_url"] == "https://hooks.example/job"
+    assert run._spec_fields(parse("run", "x", "--output-schema", json.dumps(schema)))["output_schema"] == schema

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from daemon.cli.output import api_command, client, print_json
+from daemon.cli.output import api_command, client, json_argument, print_json
 
 ACTIONS = ("pause", "resume", "delete", "run", "runs")
 
@@ -47,9 +47,9 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
         spec["name"] = args.name
     spec["cron" if args.cron else "every"] = args.cron or args.every
     if args.job:
-        spec["job"] = json.loads(args.job.read_text())
+        spec["job"] = json_argument("--job", str(args.job))
     else:
-        batch = json.loads(args.batch.read_text())
+        batch = json_argument("--batch", str(args.batch))
         spec["batch"] = {"jobs": batch} if isinstance(batch, list) else batch
     return spec
 
