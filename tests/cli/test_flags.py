@@ -60,3 +60,29 @@ def test_submit_takes_an_output_schema_file_or_json_a_kept_session_and_a_webhook
     assert from_file["output_schema"] == inline["output_schema"] == schema
     assert inline["options"] == {"keep_session": 300} and inline["webhook_url"] == "https://hooks.example/job"
     assert run._spec_fields(parse("run", "x", "--output-schema", json.dumps(schema)))["output_schema"] == schema
+
+
+def test_a_jsonl_header_line_and_the_flags_make_one_batch(tmp_path: Path):
+    """The documented header line with --defaults/--webhook was sent as a job (422 jobs[0].defaults)."""
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"defaults": {"timeout": 60, "labels": {"from": "file"}}, "webhook_url": "https://a.example/h"}\n'
+                    '{"task": "a"}\n{"task": "b"}\n')
+    args = parse("batch", str(jobs), "--defaults", '{"labels": {"run": "cli"}, "priority": "low"}',
+                 "--webhook", "https://b.example/h")
+    request = parse_body(batch.body_of(args, jobs.read_bytes()))
+    assert request.jobs == [{"task": "a"}, {"task": "b"}]
+    assert request.defaults == {"timeout": 60, "labels": {"from": "file", "run": "cli"}, "priority": "low"}
+    assert request.webhook_url == "https://b.example/h"  # the flag over the file's
+    only_file_webhook = parse_body(batch.body_of(parse("batch", str(jobs), "--defaults", "{}"), jobs.read_bytes()))
+    assert only_file_webhook.webhook_url == "https://a.example/h" and only_file_webhook.defaults["timeout"] == 60
+    array = tmp_path / "jobs.json"
+    array.write_text('[{"task": "a"}]')
+    wrapped = parse_body(batch.body_of(parse("batch", str(array), "--defaults", '{"timeout": 5}'), array.read_bytes()))
+    assert (wrapped.jobs, wrapped.defaults) == ([{"task": "a"}], {"timeout": 5})
+
+
+def test_a_bad_defaults_flag_is_blamed_on_the_flag(tmp_path: Path):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"task": "a"}\n')
+    with pytest.raises(batch.FlagError, match="--defaults is not JSON"):
+        batch.body_of(parse("batch", str(jobs), "--defaults", "{timeout: 1}"), jobs.read_bytes())
