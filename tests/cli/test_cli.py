@@ -136,7 +136,21 @@ def test_progress_says_when_no_worker_is_alive(tmp_path: Path, site: StaticServe
         finally:
             proc.terminate()
             proc.wait(20)
+        # submit --wait sat at queued saying nothing; it says so as batch --wait does
+        steps = tmp_path / "steps.json"
+        steps.write_text(json.dumps(script(site.url("/cdp/basic.html"))))
+        single = tmp_path / "submit.txt"
+        with open(single, "w") as err_file:
+            proc = subprocess.Popen([sys.executable, "-m", "daemon", "submit", "--script", str(steps), "--wait"],
+                                    env=idle.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err_file)
+        try:
+            wait_until(lambda: "no worker is alive: start one with 'browserd worker'" in single.read_text(), 60,
+                       "the submit --wait line")
+        finally:
+            proc.terminate()
+            proc.wait(20)
     assert "progress: 0/1" in log.read_text()
+    assert "queued; following it (no worker is alive" in single.read_text()
 
 
 def test_the_progress_bar_stays_on_one_line_in_a_narrow_terminal(deploy: Stack, site: StaticServer) -> None:

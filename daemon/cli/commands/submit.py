@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.cli.access import access_fields, add_access_flags
+from daemon.cli.progress import NO_WORKER
 from daemon.cli.output import (
     UsageError,
     api_command,
@@ -19,6 +20,7 @@ from daemon.cli.output import (
     print_job,
     print_json,
 )
+from workers.jobs.model.status import JobStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -125,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
     if not job.get("created", True):
         print(f"an existing job has this idempotency key: {job['id']}", file=sys.stderr)
     if args.wait:
-        print(f"job {job['id']} queued; following it", file=sys.stderr)
+        alone = job["state"] == JobStatus.queued and not api.live_workers()  # it would sit there silently
+        print(f"job {job['id']} queued; following it" + (f" ({NO_WORKER})" if alone else ""), file=sys.stderr)
         job = follow(api, job["id"], out=sys.stderr)
     if args.json:
         print_json(job)
