@@ -53,6 +53,15 @@ def test_schedule_commands(ops: Stack, tmp_path: Path) -> None:
     listed = browserd(ops, "schedule", "list").stdout.decode()
     assert sid in listed and "hourly" in listed and "paused" in listed
     assert "enabled" in browserd(ops, "schedule", "resume", sid).stdout.decode()
+    assert browserd(ops, "schedule", "runs", sid).stdout.decode() == f"no runs of {sid} yet\n"
+    ran = browserd(ops, "schedule", "run", sid).stdout.decode()  # a table line, as `batches` prints, not JSON
+    batch_id = ran.split()[0]
+    assert not ran.startswith("{") and f"schedule={sid}" in ran and "/1  failed=" in ran, ran
+    runs = browserd(ops, "schedule", "runs", sid).stdout.decode().splitlines()
+    assert len(runs) == 1 and runs[0].startswith(f"{batch_id}  ") and "failed=" in runs[0]
+    assert json.loads(browserd(ops, "schedule", "runs", sid, "--json").stdout)[0]["id"] == batch_id
+    none = browserd(ops, "jobs", "--label", "nobody=here")
+    assert none.returncode == 0 and none.stdout.decode() == "no jobs match these filters\n"
     assert browserd(ops, "schedule", "delete", sid).returncode == 0
     assert sid not in browserd(ops, "schedule", "list").stdout.decode()
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from daemon.cli import build_parser
-from daemon.cli.commands import batch, run, submit
+from daemon.cli.commands import batch, recipe, run, submit
+from workers.jobs.recipes.models import Recipe, RecipeInfo, RecipeStats, RecipeStep
 from workers.jobs.specs.batch_body import parse_body
 
 
@@ -86,3 +87,13 @@ def test_a_bad_defaults_flag_is_blamed_on_the_flag(tmp_path: Path):
     jobs.write_text('{"task": "a"}\n')
     with pytest.raises(batch.FlagError, match="--defaults is not JSON"):
         batch.body_of(parse("batch", str(jobs), "--defaults", "{timeout: 1}"), jobs.read_bytes())
+
+
+def test_recipe_show_prints_parameters_as_json_not_python_reprs():
+    info = RecipeInfo(recipe=Recipe(name="prices", task="Find {{item}}", steps=[
+        RecipeStep(action="input_text", params={"locator": {"role": "textbox", "name": "Search"}, "text": "{{item}}",
+                                                "clear": True}),
+        RecipeStep(action="done", params={"text": "ok"})]), stats=RecipeStats(), versions=[1])
+    shown = recipe.details(info)
+    assert '  1. input_text {"locator": {"role": "textbox", "name": "Search"}, "text": "{{item}}", "clear": true}' in shown
+    assert "{'" not in shown and "True" not in shown

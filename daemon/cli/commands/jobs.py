@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for job in page.jobs:
         print(summary(job.model_dump(mode="json")))
+    if not page.jobs:
+        filtered = args.state or args.label or args.schedule or args.cursor is not None
+        print("no jobs" + (" match these filters" if filtered else " yet: submit one with 'browserd submit'"))
     if page.next_cursor is not None:
         print(f"more: {next_page_command(args, page.next_cursor)}")
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from daemon.cli.commands import batches
 from daemon.cli.output import api_command, client, json_argument, print_json
 
 ACTIONS = ("pause", "resume", "delete", "run", "runs")
@@ -71,8 +72,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         answer = api.schedule(args.schedule_id, args.action)
     result = _plain(answer)
-    if args.json or args.action in ("runs", "run"):
+    if args.json:
         print_json(result)
+    elif args.action == "runs":
+        for batch in answer:
+            print(batches.line(batch))
+        if not answer:
+            print(f"no runs of {args.schedule_id} yet")
+    elif args.action == "run":
+        print(batches.line(answer))
     elif args.action == "list":
         for s in result:
             print(line(s))
