@@ -10,7 +10,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
 from typing import Any
 
 from daemon.cli.access import access_fields, add_access_flags

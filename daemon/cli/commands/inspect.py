@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import sys
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from daemon.cli.access import access_fields, add_access_flags
-from daemon.cli.progress import NO_WORKER
 from daemon.cli.output import (
     UsageError,
     api_command,
@@ -20,6 +19,7 @@ from daemon.cli.output import (
     print_job,
     print_json,
 )
+from daemon.cli.progress import NO_WORKER
 from workers.jobs.model.status import JobStatus
 
 
