@@ -119,6 +119,9 @@ async def test_tools_refuse_unknown_arguments_and_open_networks_and_domains(fron
     onto the job spec's own fields, which the API checks as any spec's."""
     s, _ = frontend_stack
     async with http_client(s) as client:
+        schemas = {tool.name: tool.input_schema["properties"] for tool in (await client.list_tools()).tools}
+        for tool in ("run_task", "submit_job", "open_session"):
+            assert {"allowed_domains", "denied_domains", "allowed_networks"} <= set(schemas[tool]), tool
         typo = error_text(await client.call_tool("run_task", {"task": "read it", "allowed_network": ["127.0.0.1/32"]}))
         assert "unknown argument 'allowed_network'; run_task takes " in typo and "allowed_networks" in typo
         typo = error_text(await client.call_tool("submit_job", {"task": "x", "max_step": 3, "wait": 1}))

@@ -145,5 +145,16 @@ def check_timezone(value: str | None) -> str | None:
     return value
 
 
+def check_domains(value: list[str]) -> list[str]:
+    """Domain names of an allow- or deny-list (a job's, a session's), lowercased, without a leading dot."""
+    cleaned = []
+    for domain in value:
+        d = domain.strip().lower().lstrip(".")
+        if not d or "/" in d or " " in d:
+            raise ValueError(f"{domain!r} is not a domain name (give e.g. 'example.com', no scheme or path)")
+        cleaned.append(d)
+    return cleaned
+
+
 def check_block(value: list[str]) -> list[str]:
     return sorted(set(value))

@@ -30,6 +30,7 @@ from workers.jobs.model.browsing import (
     UserAgent,
     Viewport,
     check_block,
+    check_domains,
     check_headers,
     check_locale,
     check_timezone,
@@ -223,13 +224,7 @@ class JobSpec(BaseModel):
     @field_validator("allowed_domains", "denied_domains")
     @classmethod
     def _domains(cls, value: list[str]) -> list[str]:
-        cleaned = []
-        for domain in value:
-            d = domain.strip().lower().lstrip(".")
-            if not d or "/" in d or " " in d:
-                raise ValueError(f"{domain!r} is not a domain name (give e.g. 'example.com', no scheme or path)")
-            cleaned.append(d)
-        return cleaned
+        return check_domains(value)
 
     @field_validator("extra_http_headers")
     @classmethod
