@@ -421,6 +421,15 @@ class Settings(BaseSettings):
             raise ValueError("give an fsspec URL such as file:///var/lib/browserd/artifacts or s3://bucket/prefix")
         return text.rstrip("/")
 
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str | None) -> str | None:
+        """``localhost:8000`` would be read as a URL of scheme ``localhost``: a configuration mistake,
+        told as one, not as an API that cannot be reached."""
+        if value is not None and not value.strip().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8000)")
+        return value
+
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: str | None) -> str | None:

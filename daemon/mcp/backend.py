@@ -70,9 +70,11 @@ class Api:
     # --- interactive sessions ----------------------------------------------------------------
 
     async def open_session(self, start_url: str | None, allowed_networks: list[str] | None,
-                           idle_timeout: float | None, viewport: Viewport | None) -> dict[str, Any]:
-        return _plain(await self.client.open_session(start_url, allowed_networks=allowed_networks,
-                                                     idle_timeout=idle_timeout, viewport=viewport))
+                           idle_timeout: float | None, viewport: Viewport | None, allowed_domains: list[str] | None,
+                           denied_domains: list[str] | None) -> dict[str, Any]:
+        return _plain(await self.client.open_session(
+            start_url, allowed_networks=allowed_networks, idle_timeout=idle_timeout, viewport=viewport,
+            allowed_domains=allowed_domains, denied_domains=denied_domains))
 
     async def sessions(self) -> list[dict[str, Any]]:
         return _plain(await self.client.sessions())

@@ -145,5 +145,12 @@ def check_timezone(value: str | None) -> str | None:
     return value
 
 
+def check_domains(value: list[str]) -> list[str]:
+    """Entries of an allow- or deny-list (a job's, a session's) in their one spelling (``config.hosts``):
+    ``EVIL.example.`` is kept as ``evil.example``, ``bücher.example`` as its punycode, ``2130706433``
+    as 127.0.0.1; anything that is not a name or an address is refused naming it."""
+    return normalise_entries(value)
+
+
 def check_block(value: list[str]) -> list[str]:
     return sorted(set(value))

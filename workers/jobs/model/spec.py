@@ -31,6 +31,7 @@ from workers.jobs.model.browsing import (
     UserAgent,
     Viewport,
     check_block,
+    check_domains,
     check_headers,
     check_locale,
     check_timezone,
@@ -238,7 +239,7 @@ class JobSpec(BaseModel):
     def _domains(cls, value: list[str]) -> list[str]:
         """Entries kept in their one spelling (``config.hosts``): ``EVIL.example.`` is stored
         ``evil.example``, ``bücher.example`` its punycode, ``2130706433`` 127.0.0.1."""
-        return normalise_entries(value)
+        return check_domains(value)
 
     @field_validator("extra_http_headers")
     @classmethod

@@ -36,6 +36,7 @@ class FailureCategory(StrEnum):
     llm_error = "llm_error"
     llm_bad_request = "llm_bad_request"
     url_blocked = "url_blocked"
+    dns_error = "dns_error"  # a host name that does not resolve: a typo, or a name only another network knows
     browser_crash = "browser_crash"
     timeout = "timeout"
     worker_lost = "worker_lost"
