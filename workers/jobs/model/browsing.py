@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
+from config.hosts import normalise_entries
+
 ProxyScheme = Literal["http", "https", "socks5"]
 PROXY_DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443, "socks5": 1080}
 ResourceKind = Literal["images", "media", "fonts"]

@@ -21,7 +21,6 @@ from pydantic import (
 )
 
 from config import ReasoningEffort
-from config.hosts import normalise_entries
 from config.networks import parse_networks
 from workers.jobs.model.browsing import (
     Geolocation,
