@@ -196,21 +196,26 @@ class JobGate:
         domain = url_domain(url)
         if domain is None:
             return
+        delay = self.limits.min_delay
         if self.limits.respect_robots_txt:
-            await self._check_robots(url)
-        if self.limits.paces:
-            await self._space(domain)
+            found = await self._check_robots(url)
+            delay = max(delay, found.crawl_delay(self.politeness.settings.robots_user_agent))
+        if delay > 0:
+            await self._space(domain, delay)
 
-    async def _space(self, domain: str) -> None:
-        wait = await self.politeness.domains.reserve_navigation(domain, self.limits.min_delay)
+    async def _space(self, domain: str, delay: float) -> None:
+        """Wait for this navigation's turn on ``domain``: ``delay`` is the job's ``min_delay`` or the
+        site's ``Crawl-delay``, whichever is longer."""
+        wait = await self.politeness.domains.reserve_navigation(domain, delay)
         if wait <= 0:
             return
         await self.politeness.event(self.run, kind="navigation", state="waiting", domain=domain,
-                                    seconds=round(wait, 3), min_delay=self.limits.min_delay)
+                                    seconds=round(wait, 3), min_delay=delay)
         with politeness_waiting("navigation"):
             await asyncio.sleep(wait)
 
-    async def _check_robots(self, url: str) -> None:
+    async def _check_robots(self, url: str) -> RobotsFile:
+        """The site's robots.txt (cached, else fetched); ``URLBlocked`` when it disallows ``url``."""
         robots = robots_url(url)
         found = await self.politeness.robots.get(robots.origin)
         if found is None:
@@ -220,6 +225,7 @@ class JobGate:
         if reason is not None:
             await self.politeness.event(self.run, kind="robots", state="refused", url=url, reason=reason)
             raise URLBlocked(url, reason)
+        return found
 
     async def _fetch(self, url: str, address: str) -> RobotsFile:
         """GET robots.txt through the job's egress gate; a refusal there (of the first request or of
