@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.jobs.crawls.urls import Scope, check_pattern, normalise
+from workers.jobs.crawls.scope import Scope, check_pattern
+from workers.jobs.crawls.urls import normalise
 
 
 @pytest.mark.parametrize(("given", "expected"), [

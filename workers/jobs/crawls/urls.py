@@ -1,9 +1,9 @@
-"""One spelling per page (``normalise``) and which pages a crawl may visit (``Scope``).
+"""One spelling per page (``normalise``), and why a found URL is not visited (``SKIP``).
 
 A crawl visits each page once, so two spellings of one page must count once: the scheme and host
 are lower-cased, default ports dropped, the fragment dropped (it never reaches the server), the
 query's parameters sorted and the tracking parameters (``utm_*``, ``gclid``, ... or the crawl's own
-list) dropped, and an empty path is ``/``. Pure: no I/O.
+list) dropped, and an empty path is ``/``. Pure: no I/O, and light enough for the client to load.
 """
 
 from __future__ import annotations
@@ -11,10 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-import re2
-
-from workers.jobs.politeness.domains import registrable_domain, url_domain
 
 DEFAULT_TRACKING = (
     "utm_*", "gclid", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "mc_cid", "mc_eid", "_ga", "_gl",
@@ -60,44 +56,3 @@ class Skip:
 
 
 SKIP = Skip()
-
-
-class Scope:
-    """Which normalised URLs a crawl may visit: its sites' registrable domains (the start URLs' and
-    sitemaps', unless ``allowed_domains`` name others), never a denied domain, and, when given, only
-    URLs an include pattern matches and none an exclude pattern matches (RE2, searched anywhere)."""
-
-    def __init__(self, sites: Iterable[str], *, include: Iterable[str] = (), exclude: Iterable[str] = (),
-                 allowed_domains: Iterable[str] = (), denied_domains: Iterable[str] = ()) -> None:
-        self.sites = {registrable_domain(s) for s in sites}
-        self.allowed = list(allowed_domains)
-        self.denied = list(denied_domains)
-        self.include = [re2.compile(p) for p in include]
-        self.exclude = [re2.compile(p) for p in exclude]
-
-    def admits(self, url: str) -> bool:
-        host = (urlsplit(url).hostname or "").lower()
-        domain = url_domain(url)
-        if domain is None or any(_under(host, d) for d in self.denied):
-            return False
-        if self.allowed:
-            if not any(_under(host, d) for d in self.allowed):
-                return False
-        elif domain not in self.sites:
-            return False
-        if self.include and not any(p.search(url) for p in self.include):
-            return False
-        return not any(p.search(url) for p in self.exclude)
-
-
-def _under(host: str, domain: str) -> bool:
-    return host == domain or host.endswith("." + domain)
-
-
-def check_pattern(pattern: str) -> str:
-    """An include/exclude pattern RE2 compiles (ValueError otherwise: a 422 naming the field)."""
-    try:
-        re2.compile(pattern)
-    except re2.error as exc:
-        raise ValueError(f"not an RE2 pattern: {exc}") from None
-    return pattern
