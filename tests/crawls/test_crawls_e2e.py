@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tests.batches.helpers import results as batch_results
-from tests.batches.helpers import wait_completed
+from tests.batches.helpers import batch, wait_completed
 from tests.batches.test_cli import browserd
-from tests.queue.stack import Stack, stack
+from tests.queue.stack import Stack, stack, wait_until
 from tests.support.crawl_site import CrawlSite
 from workers.jobs.crawls.urls import normalise
 
@@ -149,3 +149,42 @@ def test_the_cli_crawls_with_progress_and_prints_results(crawler: Stack) -> None
 
         refused = browserd(crawler, "crawl", site.url("/"), "--include", "(a)\\1")
         assert refused.returncode == 1 and "include" in refused.stderr.decode()
+
+
+def test_a_hostile_site_cannot_lead_the_crawl_off_its_scope_or_past_its_gate(crawler: Stack) -> None:
+    with CrawlSite(sections=1, items=1, orphans=2, hostile=True) as site:
+        record = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 1, "max_pages": 50})
+        final = finished(crawler, record["id"])
+        lines = results(crawler, record["id"])
+        urls = {line["url"] for line in lines}
+        assert all(url.startswith(site.origin + "/") for url in urls)  # no private address, no other host
+        assert [url for url, n in site.visits.items() if n > 1] == []
+        assert urls >= {site.url("/about"), site.url("/orphan/0"), site.url("/orphan/1")}
+        assert len([u for u in urls if u.startswith(site.url("/about"))]) == 1  # 1000 spellings, one page
+        assert any("169.254.169.254" in e and "egress policy refused" in e for e in final["sitemap_errors"])
+        assert final["skipped"]["dedup"] >= 1 and final["skipped"]["scope"] >= 3  # 10.0.0.1, metadata, localhost
+
+
+def test_a_job_labelled_with_a_crawl_cannot_add_pages_to_it(crawler: Stack) -> None:
+    with CrawlSite(sections=2, items=1, orphans=0) as site:
+        record = crawl(crawler, {"start_urls": [site.url("/about")], "max_depth": 0, "robots_sitemaps": False})
+        final = finished(crawler, record["id"])
+        assert final["queued"] == 1
+        job = crawler.submit({"script": [{"go_to_url": {"url": site.url("/")}}], "labels": {"crawl": record["id"]}})
+        crawler.wait_state(job["id"], {"succeeded"}, timeout=120)
+        after = finished(crawler, record["id"])
+        assert after["queued"] == 1 and after["discovered"] == 1 and len(results(crawler, record["id"])) == 1
+
+
+def test_cancel_stops_a_crawl(crawler: Stack) -> None:
+    with CrawlSite(orphans=0) as site:
+        record = crawl(crawler, {"start_urls": [site.url("/calendar/2026/1")], "max_depth": 100, "max_pages": 500,
+                                 "robots_sitemaps": False})
+        wait_until(lambda: batch(crawler, record["id"], "crawls")["visited"] >= 3, 120, "three pages visited")
+        status, cancelled = crawler.call("POST", f"/v1/crawls/{record['id']}/cancel")
+        assert status == 202 and cancelled["state"] in {"cancelling", "completed"}
+        final = finished(crawler, record["id"])
+        assert final["queued"] < 500 and final["counts"]["queued"] == final["counts"]["running"] == 0
+        lines = results(crawler, record["id"])
+        assert len(lines) == final["queued"] and {line["status"] for line in lines} <= {"succeeded", "cancelled"}
+        assert len(site.visits) <= final["queued"]

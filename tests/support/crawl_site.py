@@ -7,7 +7,9 @@ capitals; an endless calendar (``/calendar/{year}/{month}`` links the months bef
 trap only max_depth or max_pages stops); ``orphans`` pages linked from nowhere, listed by the
 sitemaps only (a sitemap index naming a gzip sitemap and a plain one, named by robots.txt); a
 ``/private/`` tree robots.txt disallows (linked from the home page and listed in a sitemap); a
-link to another site. ``crawl_delay`` adds a ``Crawl-delay`` line.
+link to another site. ``crawl_delay`` adds a ``Crawl-delay`` line. ``hostile``: robots.txt also names
+a sitemap on the cloud metadata address, and the home page links private addresses, script and data
+URLs, and a thousand variants of one page differing only in tracking parameters and fragments.
 
 ``pages()`` is every page a crawl with enough depth and budget must visit; ``visits`` counts the
 requests per normalised URL (``workers.jobs.crawls.urls.normalise``), robots.txt and sitemaps apart.
@@ -27,8 +29,10 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
 class CrawlSite:
-    def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0) -> None:
+    def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0,
+                 hostile: bool = False) -> None:
         self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
+        self.hostile = hostile
         self.visits: Counter[str] = Counter()
         self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
         self.lock = threading.Lock()
@@ -102,8 +106,9 @@ class CrawlSite:
     def _meta(self, route: str) -> tuple[int, str, bytes]:
         if route == "/robots.txt":
             delay = f"Crawl-delay: {self.crawl_delay}\n" if self.crawl_delay else ""
+            evil = "Sitemap: http://169.254.169.254/latest/sitemap.xml\n" if self.hostile else ""
             body = (f"User-agent: *\nDisallow: /private/\n{delay}\nUser-agent: otherbot\nDisallow: /\n\n"
-                    f"Sitemap: {self.url('/sitemap_index.xml')}\n")
+                    f"{evil}Sitemap: {self.url('/sitemap_index.xml')}\n")
             return 200, "text/plain", body.encode()
         if route == "/sitemap_index.xml":
             body = (f"<?xml version='1.0'?><sitemapindex {NS}><sitemap><loc>{self.url('/sitemap-1.xml.gz')}</loc>"
@@ -129,6 +134,10 @@ class CrawlSite:
                 "/about#team", "/about?utm_source=home&utm_medium=link", "/calendar/2026/1", "/private/secret",
                 "http://example.com/elsewhere", "mailto:someone@example.com", "#top",
                 f"http://127.0.0.1:{self.port}/section/0?fbclid=abc"]
+            if self.hostile:
+                links += ["http://10.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)",
+                          "data:text/html,<b>x</b>", f"http://localhost:{self.port}/about"]
+                links += [f"/about?utm_source=s{n}&fbclid={n}#frag{n}" for n in range(1000)]
             return _html("Home", links)
         if route == "/about":
             return _html("About", ["/", "/#footer"])

@@ -126,7 +126,7 @@ class CrawlSpec(BaseModel):
 
 
 class CrawlSkips(BaseModel):
-    """Links not followed, by reason (each occurrence counts)."""
+    """Links not followed, by reason (a link counts once per page holding it, whatever its spellings there)."""
 
     scope: int = 0
     depth: int = 0
