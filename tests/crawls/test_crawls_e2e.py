@@ -92,6 +92,8 @@ def test_max_pages_bounds_a_crawl(crawler: Stack) -> None:
         assert final["queued"] == 7 and final["visited"] == 7 and final["skipped"]["budget"] >= 1
         assert len(site.visits) == 7 and all(site.is_trap(url) for url in site.visits)
         assert len(results(crawler, record["id"])) == 7
+        for part in ("", ":seen", ":pages"):  # the frontier expires with the batch's results
+            assert crawler.redis.ttl(f"browserd:crawl:{record['id']}{part}") > 0
 
 
 def test_crawl_delay_spaces_the_sites_pages(crawler: Stack) -> None:

@@ -90,6 +90,7 @@ class CrawlStore:
                   "queued": 0}
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self.keys.crawl(crawl_id), mapping=fields)
+            pipe.hset(self.keys.batch(made.batch_id), "crawl", crawl_id)  # its completion expires the crawl too
             pipe.zadd(self.keys.crawls, {crawl_id: created_at})
             await pipe.execute()
         return CrawlIds(crawl_id, made.batch_id)

@@ -36,8 +36,9 @@ key                             type       holds
 ``P batches``                   zset       batch ids, score creation time
 ``P crawl:{id}``                hash       a crawl (``crawls.store``): id, batch (its growing batch), spec
                                            JSON, created_at, max_pages, deadline, queued, sitemap_pages,
-                                           sitemap_errors, ``skipped:{reason}`` counters; expires with
-                                           its batch's results
+                                           sitemap_errors, ``skipped:{reason}`` counters; its batch's
+                                           hash names it (``crawl``), and the batch's completion expires
+                                           the crawl's three keys with the batch (``result_ttl``)
 ``P crawl:{id}:seen``           set        the crawl's normalised URLs queued (or refused by its budget):
                                            ``SADD`` in ``crawl_admit.lua`` is the one-visit rule
 ``P crawl:{id}:pages``          hash       job id -> JSON {url, depth, parent, final_url, canonical, links}
