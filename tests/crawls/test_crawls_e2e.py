@@ -7,6 +7,7 @@ max_depth, robots.txt's Disallow never fetched, and one results line per page.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -16,8 +17,10 @@ import pytest
 from tests.batches.helpers import results as batch_results
 from tests.batches.helpers import batch, wait_completed
 from tests.batches.test_cli import browserd
-from tests.queue.stack import Stack, stack, wait_until
+from daemon.client import AsyncClient, Client
+from tests.queue.stack import TOKEN, Stack, stack, wait_until
 from tests.support.crawl_site import CrawlSite
+from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.crawls.urls import normalise
 
 pytestmark = pytest.mark.e2e
@@ -190,3 +193,27 @@ def test_cancel_stops_a_crawl(crawler: Stack) -> None:
         lines = results(crawler, record["id"])
         assert len(lines) == final["queued"] and {line["status"] for line in lines} <= {"succeeded", "cancelled"}
         assert len(site.visits) <= final["queued"]
+
+
+def test_the_clients_start_follow_cancel_and_read_a_crawl(crawler: Stack) -> None:
+    with CrawlSite(sections=2, items=2, orphans=0) as site:
+        spec = CrawlSpec(start_urls=[site.url("/")], max_depth=1, robots_sitemaps=False, exclude=["/calendar/"])
+        with Client(crawler.url, TOKEN) as api:
+            started = api.start_crawl(spec)
+            final = api.wait_crawl(started.id, interval=0.2)
+            lines = list(api.crawl_results(started.id))
+        assert final.state.value == "completed" and final.visited == final.queued == len(lines) == 4
+        assert {line.url for line in lines} == {site.url(p) for p in ("/", "/about", "/section/0", "/section/1")}
+        assert all(line.status == "succeeded" for line in lines)  # calendar excluded, /private/ disallowed
+
+        async def in_asyncio() -> tuple[Any, Any, list[Any]]:
+            async with AsyncClient(crawler.url, TOKEN) as aio:
+                started = await aio.start_crawl({"start_urls": [site.url("/calendar/2026/1")], "max_depth": 100,
+                                                 "max_pages": 200, "robots_sitemaps": False})
+                cancelled = await aio.cancel_crawl(started.id)
+                final = await aio.wait_crawl(started.id, interval=0.2)
+                return cancelled, final, [line async for line in aio.crawl_results(started.id)]
+
+        cancelled, final, lines = asyncio.run(in_asyncio())
+        assert cancelled.state.value in {"cancelling", "completed"} and final.state.value == "completed"
+        assert final.queued == len(lines) < 200
