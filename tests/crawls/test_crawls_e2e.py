@@ -99,6 +99,15 @@ def test_max_pages_bounds_a_crawl(crawler: Stack) -> None:
             assert crawler.redis.ttl(f"browserd:crawl:{record['id']}{part}") > 0
 
 
+def test_max_duration_stops_queueing_after_the_start_pages(crawler: Stack) -> None:
+    with CrawlSite(orphans=0) as site:
+        record = crawl(crawler, {"start_urls": [site.url("/calendar/2026/1"), site.url("/about")], "max_depth": 100,
+                                 "max_pages": 100, "max_duration": 0.001, "robots_sitemaps": False})
+        final = finished(crawler, record["id"])
+        assert final["queued"] == final["visited"] == 2 and final["skipped"]["budget"] >= 1
+        assert set(site.visits) == {site.url("/calendar/2026/1"), site.url("/about")}
+
+
 def test_crawl_delay_spaces_the_sites_pages(crawler: Stack) -> None:
     with CrawlSite(sections=1, items=2, orphans=0, crawl_delay=1) as site:
         record = crawl(crawler, {"start_urls": [site.url("/section/0")], "max_depth": 1, "robots_sitemaps": False})

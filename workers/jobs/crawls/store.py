@@ -84,16 +84,21 @@ class CrawlStore:
         made = await self.batches.create([], [], webhook_url=str(spec.webhook_url) if spec.webhook_url else None)
         crawl_id = new_id()
         created_at = datetime.now(UTC).timestamp()
-        deadline = created_at + spec.max_duration if spec.max_duration else 0
         fields = {"id": crawl_id, "batch": made.batch_id, "spec": spec.model_dump_json(),
-                  "created_at": repr(created_at), "max_pages": spec.max_pages, "deadline": repr(deadline),
-                  "queued": 0}
+                  "created_at": repr(created_at), "max_pages": spec.max_pages, "deadline": "0", "queued": 0}
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self.keys.crawl(crawl_id), mapping=fields)
             pipe.hset(self.keys.batch(made.batch_id), "crawl", crawl_id)  # its completion expires the crawl too
             pipe.zadd(self.keys.crawls, {crawl_id: created_at})
             await pipe.execute()
         return CrawlIds(crawl_id, made.batch_id)
+
+    async def start_clock(self, crawl_id: str, max_duration: float | None) -> None:
+        """From now on, no page is queued after ``created_at + max_duration``: set once the seeds are
+        queued, so a short ``max_duration`` still visits the start pages."""
+        if max_duration:
+            created_at = float(await self.redis.hget(self.keys.crawl(crawl_id), "created_at") or 0)
+            await self.redis.hset(self.keys.crawl(crawl_id), "deadline", repr(created_at + max_duration))
 
     async def spec(self, crawl_id: str) -> HeldCrawl | None:
         """The crawl's spec and batch id; None when the crawl is gone."""

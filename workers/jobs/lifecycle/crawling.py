@@ -90,6 +90,7 @@ async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings) -> 
         log.error("could not queue crawl %s: %s", crawl_id, exc)
         await cancel_batch(store, batch_id)
         raise QueueUnavailable(str(exc)) from exc
+    await crawls.start_clock(crawl_id, spec.max_duration)
     await crawls.batches.mark_submitted(batch_id)
     record = await crawls.get(crawl_id)
     assert record is not None
