@@ -32,6 +32,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from config import Settings, load_settings
 from workers.jobs.batches.models import BatchRecord, ResultLine
+from workers.jobs.crawls.models import CrawlLine, CrawlRecord, CrawlSpec
 from workers.jobs.model.record import EventType, FollowUpAccepted, JobEvent, JobPage, JobRecord, SubmittedJob
 from workers.jobs.model.browsing import Viewport
 from workers.jobs.model.result import ArtifactLink
@@ -190,6 +191,19 @@ class Calls:
     @staticmethod
     def results(batch_id: str) -> Call:
         return Call("GET", f"/v1/batches/{_q(batch_id)}/results", timeout=STREAM_READ_TIMEOUT)
+
+    @staticmethod
+    def start_crawl(spec: CrawlSpec | dict[str, Any]) -> Call:
+        return Call("POST", "/v1/crawls", json=_spec(spec), answer=CrawlRecord)
+
+    @staticmethod
+    def crawl(crawl_id: str, action: str = "") -> Call:
+        path = f"/v1/crawls/{_q(crawl_id)}" + (f"/{action}" if action else "")
+        return Call("POST" if action else "GET", path, answer=CrawlRecord)
+
+    @staticmethod
+    def crawl_results(crawl_id: str) -> Call:
+        return Call("GET", f"/v1/crawls/{_q(crawl_id)}/results", timeout=STREAM_READ_TIMEOUT)
 
     @staticmethod
     def schedules() -> Call:
@@ -560,6 +574,31 @@ class Client:
             time.sleep(interval)
         return record
 
+    # --- crawls ---------------------------------------------------------------------------
+
+    def start_crawl(self, spec: CrawlSpec | dict[str, Any]) -> CrawlRecord:
+        """Start a crawl (``CrawlSpec``): its start URLs and sitemaps' pages, then the links in scope."""
+        return self._call(Calls.start_crawl(spec))
+
+    def crawl(self, crawl_id: str) -> CrawlRecord:
+        return self._call(Calls.crawl(crawl_id))
+
+    def cancel_crawl(self, crawl_id: str) -> CrawlRecord:
+        return self._call(Calls.crawl(crawl_id, "cancel"))
+
+    def crawl_results(self, crawl_id: str) -> Iterator[CrawlLine]:
+        """One line per page queued, in the order they were queued."""
+        response = self._send(Calls.crawl_results(crawl_id), stream=True)
+        try:
+            yield from (CrawlLine.model_validate_json(line) for line in response.iter_lines() if line)
+        finally:
+            response.close()
+
+    def wait_crawl(self, crawl_id: str, interval: float = 1.0) -> CrawlRecord:
+        while (record := self.crawl(crawl_id)).finished_at is None:
+            time.sleep(interval)
+        return record
+
     # --- schedules -------------------------------------------------------------------------
 
     def schedules(self) -> list[Schedule]:
@@ -798,6 +837,29 @@ class AsyncClient:
 
     async def wait_batch(self, batch_id: str, interval: float = 1.0) -> BatchRecord:
         while not (record := await self.batch(batch_id)).finished:
+            await asyncio.sleep(interval)
+        return record
+
+    async def start_crawl(self, spec: CrawlSpec | dict[str, Any]) -> CrawlRecord:
+        return await self._call(Calls.start_crawl(spec))
+
+    async def crawl(self, crawl_id: str) -> CrawlRecord:
+        return await self._call(Calls.crawl(crawl_id))
+
+    async def cancel_crawl(self, crawl_id: str) -> CrawlRecord:
+        return await self._call(Calls.crawl(crawl_id, "cancel"))
+
+    async def crawl_results(self, crawl_id: str) -> AsyncIterator[CrawlLine]:
+        response = await self._send(Calls.crawl_results(crawl_id), stream=True)
+        try:
+            async for line in response.aiter_lines():
+                if line:
+                    yield CrawlLine.model_validate_json(line)
+        finally:
+            await response.aclose()
+
+    async def wait_crawl(self, crawl_id: str, interval: float = 1.0) -> CrawlRecord:
+        while (record := await self.crawl(crawl_id)).finished_at is None:
             await asyncio.sleep(interval)
         return record
 

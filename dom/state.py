@@ -47,6 +47,10 @@ class PageState:
     def links(self) -> list[Link]:
         return text.links(self._frames)
 
+    def canonical(self) -> str | None:
+        """The URL the page names as its canonical one (``<link rel=canonical>``), if any."""
+        return text.canonical(self._frames)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "url": self.url,

@@ -152,3 +152,16 @@ def _link_text(doc: DocTree, i: int) -> str:
         if doc.node_type[j] == TEXT and k >= 0 and doc.lay_text[k] >= 0:
             parts.append(doc.s(doc.lay_text[k]))
     return " ".join(" ".join(parts).split())
+
+
+def canonical(frames: list[Frame]) -> str | None:
+    """The top document's ``<link rel="canonical" href>``, absolute; None when it declares none."""
+    if not frames:
+        return None
+    doc = frames[0].doc
+    link, rel, href = doc.s.id("LINK"), doc.s.id("rel"), doc.s.id("href")
+    for i in (i for i, t in enumerate(doc.name) if t == link):
+        value = doc.attr(i, href)
+        if value and "canonical" in (doc.attr(i, rel) or "").lower().split():
+            return urljoin(doc.base_url, value.strip())
+    return None

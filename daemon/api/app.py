@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 import daemon.api.artifacts as artifacts
 import daemon.api.batches as batches
+import daemon.api.crawls as crawls
 import daemon.api.credentials as credentials
 import daemon.api.profiles as profiles
 import daemon.api.errors as errors
@@ -111,6 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(jobs.router)
     app.include_router(artifacts.router)
     app.include_router(batches.router)
+    app.include_router(crawls.router)
     app.include_router(schedules.router)
     app.include_router(credentials.router)
     app.include_router(sessions.router)

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
 
 from config import Settings
 from daemon.api.credentials import check_credentials, credential_store
@@ -16,7 +17,6 @@ from daemon.api.profiles import check_profiles, profile_store
 from daemon.api.deps import ERRORS, Store, require_token
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
-from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.batches.models import BatchRecord
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.lifecycle.cancelling import cancel_batch as cancel_batch_in
@@ -101,12 +101,14 @@ async def batch_results(batch_id: str, request: Request, store: Store) -> Stream
     a result too large for its record is read back from the artifact store."""
     batches = BatchStore(store)
     await _get(batches, batch_id)
-    return StreamingResponse(_lines(batches, batch_id, request.app.state.artifacts), media_type="application/x-ndjson")
+    return StreamingResponse(ndjson(batches.results(batch_id, request.app.state.artifacts)),
+                             media_type="application/x-ndjson")
 
 
-async def _lines(batches: BatchStore, batch_id: str, artifacts: ArtifactStore) -> AsyncIterator[bytes]:
+async def ndjson(lines: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
+    """Models as JSON lines, 200 to a chunk (a batch's or a crawl's results)."""
     chunk: list[str] = []
-    async for line in batches.results(batch_id, artifacts):
+    async for line in lines:
         chunk.append(line.model_dump_json())
         if len(chunk) >= 200:
             yield ("\n".join(chunk) + "\n").encode()

@@ -16,22 +16,23 @@ def submit_batch(s: Stack, body: Any, *, jsonl: bool = False) -> tuple[int, Any]
     return s.call("POST", "/v1/batches", body)
 
 
-def batch(s: Stack, batch_id: str) -> dict[str, Any]:
-    status, record = s.call("GET", f"/v1/batches/{batch_id}")
+def batch(s: Stack, batch_id: str, kind: str = "batches") -> dict[str, Any]:
+    """The record at ``/v1/{kind}/{id}`` (a batch, or a crawl: ``kind="crawls"``)."""
+    status, record = s.call("GET", f"/v1/{kind}/{batch_id}")
     assert status == 200, (status, record)
     return record
 
 
-def wait_completed(s: Stack, batch_id: str, timeout: float = 300) -> dict[str, Any]:
+def wait_completed(s: Stack, batch_id: str, timeout: float = 300, kind: str = "batches") -> dict[str, Any]:
     def done() -> dict[str, Any] | None:
-        record = batch(s, batch_id)
+        record = batch(s, batch_id, kind)
         return record if record["state"] == "completed" else None
 
-    return wait_until(done, timeout, f"batch {batch_id} to complete", interval=0.5)
+    return wait_until(done, timeout, f"{kind} {batch_id} to complete", interval=0.5)
 
 
-def results(s: Stack, batch_id: str) -> list[dict[str, Any]]:
-    req = urllib.request.Request(f"{s.url}/v1/batches/{batch_id}/results", headers={"Authorization": f"Bearer {TOKEN}"})
+def results(s: Stack, batch_id: str, kind: str = "batches") -> list[dict[str, Any]]:
+    req = urllib.request.Request(f"{s.url}/v1/{kind}/{batch_id}/results", headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(req, timeout=60) as resp:
         assert resp.headers["Content-Type"].startswith("application/x-ndjson")
         return [json.loads(line) for line in resp.read().decode().splitlines()]

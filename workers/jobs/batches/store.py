@@ -12,7 +12,8 @@ last job marks it finished and records its webhook in the outbox (``finalize`` i
 at done == total but running.
 
 The batch hash's fields are read and written here (and by those scripts) only: ``id``, ``total``,
-``created_at``, ``schedule``, ``webhook_url``, the six counters, ``duplicates`` (items whose
+``created_at``, ``schedule``, ``webhook_url``, ``crawl`` (the crawl whose pages it holds, set by
+``crawls.store``), the six counters, ``duplicates`` (items whose
 idempotency key named an existing job), ``cancel_requested``, ``submitted`` (``1`` once every
 message was published, ``repaired`` when the reconciler fixed ``total``), ``finished_at``, and
 ``counted`` (its completion was counted in the metrics).

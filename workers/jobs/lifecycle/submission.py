@@ -41,6 +41,21 @@ async def submit_job(store: JobStore, spec: JobSpec, settings: Settings) -> Crea
     return made
 
 
+async def publish_jobs(store: JobStore, job_ids: list[str], specs: list[JobSpec], settings: Settings) -> None:
+    """Publish recorded jobs (their ids, and the specs they run) in one bulk push (``batches.bulk``), then their ``task-sent``
+    events. Raises what the broker raised; a batch's submitter and a crawl's growing page share it."""
+    outgoing = [Outgoing(job_id, spec.priority, spec.timeout or settings.job_timeout)
+                for job_id, spec in zip(job_ids, specs, strict=True)]
+    if not outgoing:
+        return
+    encoded = await asyncio.to_thread(encode_jobs, outgoing)
+    await publish_encoded(store.redis, encoded)
+    try:
+        await asyncio.to_thread(announce_sent, outgoing)
+    except Exception as exc:  # events are for dashboards; the jobs are queued regardless
+        log.warning("task-sent events of %d jobs not sent: %s", len(outgoing), exc)
+
+
 async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings, *,
                        schedule_id: str | None = None, webhook_url: str | None = None) -> BatchRecord:
     """Queue checked specs as one batch; returns its record (already counting its queued jobs)."""
@@ -48,24 +63,15 @@ async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings
     steps = [max_steps_of(spec, settings) for spec in specs]
     made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url)
     batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
-    outgoing = [
-        Outgoing(job_id, spec.priority, spec.timeout or settings.job_timeout)
-        for job_id, spec, new in zip(job_ids, specs, created)
-        if new
-    ]
-    encoded = await asyncio.to_thread(encode_jobs, outgoing)
+    fresh = [(job_id, spec) for job_id, spec, new in zip(job_ids, specs, created) if new]
     try:
-        await publish_encoded(store.redis, encoded)
+        await publish_jobs(store, [job_id for job_id, _ in fresh], [spec for _, spec in fresh], settings)
     except Exception as exc:
         log.error("could not queue batch %s: %s", batch_id, exc)
         await batches.cancel(batch_id)
         raise QueueUnavailable(str(exc)) from exc
     metrics.observe_batch_submitted()
     await batches.mark_submitted(batch_id)
-    try:
-        await asyncio.to_thread(announce_sent, outgoing)
-    except Exception as exc:  # events are for dashboards; the jobs are queued regardless
-        log.warning("task-sent events of batch %s not sent: %s", batch_id, exc)
     record = await batches.get(batch_id)
     assert record is not None
     return record

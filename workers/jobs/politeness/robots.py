@@ -7,6 +7,9 @@ What a fetch found is kept as ``RobotsFile`` (status and body), and its rules ar
 * 4xx (404 most often, 401/403 too): no rules, everything is allowed ("unavailable");
 * 5xx, or no answer at all (``status`` 0: refused, reset, timed out): everything is disallowed
   ("unreachable"), and it is cached for ``UNREACHABLE_TTL`` only, so the site is asked again soon.
+
+``Crawl-delay`` (not in RFC 9309, honoured by most crawlers) is the seconds the site asks between two
+requests; the politeness gate spaces navigations by it as by ``min_delay``, whichever is longer.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from urllib.robotparser import RobotFileParser
 
 import redis.asyncio as aioredis
 
+from workers.jobs.politeness.options import MAX_DELAY
 from workers.jobs.store.keys import Keys
 
 MAX_BODY = 512 * 1024  # bytes parsed at most (RFC 9309 asks crawlers to read at least 500 KiB)
@@ -46,6 +50,17 @@ class RobotsFile:
         else:
             parser.parse(self.body.splitlines())
         return parser
+
+    def crawl_delay(self, user_agent: str) -> float:
+        """The ``Crawl-delay`` the group for ``user_agent`` asks for (0: none), at most ``MAX_DELAY``
+        (``urllib.robotparser`` reads whole seconds only)."""
+        if self.unreachable or not 200 <= self.status < 300:
+            return 0.0
+        try:
+            delay = float(self.parser().crawl_delay(user_agent) or 0)
+        except (TypeError, ValueError):
+            return 0.0
+        return min(max(delay, 0.0), MAX_DELAY)
 
     def refusal(self, url: str, user_agent: str) -> str | None:
         """Why robots.txt forbids ``url`` to ``user_agent``, or None when it allows it."""

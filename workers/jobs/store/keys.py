@@ -34,6 +34,15 @@ key                             type       holds
                                            new one, atomically; expires ``result_ttl`` after completion
 ``P batch:{id}:jobs``           list       the batch's job ids in submission order; expires with it
 ``P batches``                   zset       batch ids, score creation time
+``P crawl:{id}``                hash       a crawl (``crawls.store``): id, batch (its growing batch), spec
+                                           JSON, created_at, max_pages, deadline, queued, sitemap_pages,
+                                           sitemap_errors, ``skipped:{reason}`` counters; its batch's
+                                           hash names it (``crawl``), and the batch's completion expires
+                                           the crawl's three keys with the batch (``result_ttl``)
+``P crawl:{id}:seen``           set        the crawl's normalised URLs queued (or refused by its budget):
+                                           ``SADD`` in ``crawl_admit.lua`` is the one-visit rule
+``P crawl:{id}:pages``          hash       job id -> JSON {url, depth, parent, final_url, canonical, links}
+``P crawls``                    zset       crawl ids, score creation time
 ``P schedule:{id}``             hash       a schedule (``schedules.store``): spec JSON, runs, skipped,
                                            last_batch, last_run_at
 ``P schedules``                 zset       schedule ids, score creation time
@@ -149,6 +158,19 @@ class Keys:
     @property
     def batches(self) -> str:
         return f"{self.prefix}batches"
+
+    def crawl(self, crawl_id: str) -> str:
+        return f"{self.prefix}crawl:{crawl_id}"
+
+    def crawl_seen(self, crawl_id: str) -> str:
+        return f"{self.prefix}crawl:{crawl_id}:seen"
+
+    def crawl_pages(self, crawl_id: str) -> str:
+        return f"{self.prefix}crawl:{crawl_id}:pages"
+
+    @property
+    def crawls(self) -> str:
+        return f"{self.prefix}crawls"
 
     def schedule(self, schedule_id: str) -> str:
         return f"{self.prefix}schedule:{schedule_id}"

@@ -3,11 +3,13 @@
 The order matters where one feature reads what another wrote: the recipe (which may change the
 spec the job runs as) comes before politeness (which takes the slot of that spec's site); the
 recipe learns from the result before the limits may move its steps to the artifact store; the
-kept session judges the result last, as it will be recorded.
+kept session judges the result last, as it will be recorded. A crawl's page sets its data (extract mode)
+before the limits measure it.
 """
 
 from workers.pipeline.feature import Feature
 from workers.pipeline.features.artifacts import Artifacts
+from workers.pipeline.features.crawls import Crawls
 from workers.pipeline.features.first_command import FirstCommand
 from workers.pipeline.features.kept_sessions import KeptSessions
 from workers.pipeline.features.limits import ResultLimits
@@ -25,6 +27,7 @@ FEATURES: tuple[type[Feature], ...] = (
     Artifacts,  # prepare: its folder in the artifact store
     FirstCommand,  # attach: when its tab sends its first command
     LiveViews,  # during: the screencast while someone watches
+    Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)
     ResultLimits,  # settle: the result's size limit, large results offloaded
     KeptSessions,  # settle/after: the session kept for follow-ups
 )

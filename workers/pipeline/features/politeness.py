@@ -28,8 +28,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Protocol
 
-import httpx
-
 import cdp
 from workers.agent import URLBlocked
 from workers.jobs.metrics import politeness_waiting
@@ -37,15 +35,15 @@ from workers.jobs.model.record import EventType
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.politeness.domains import job_domain, url_domain
 from workers.jobs.politeness.options import PolitenessLimits, limits_for, robots_remedy
-from workers.jobs.politeness.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
+from workers.jobs.politeness.robots import RobotsCache, RobotsFile
 from workers.jobs.politeness.slots import DomainLimits, HeldSlot, poll_slot
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun
+from workers.pipeline.robots_lookup import Robots, robots_file
+from workers.pipeline.side_fetch import SideDoorRefused
 
 log = logging.getLogger("browserd.politeness")
 
-ROBOTS_TIMEOUT = 10.0  # seconds one robots.txt fetch may take
-ROBOTS_REDIRECTS = 5  # RFC 9309 asks crawlers to follow at least five
 
 
 class Slots(Protocol):
@@ -61,12 +59,6 @@ class Slots(Protocol):
     async def release(self, slot: HeldSlot) -> None: ...
 
     async def reserve_navigation(self, domain: str, min_delay: float) -> float: ...
-
-
-class Robots(Protocol):
-    async def get(self, origin: str) -> RobotsFile | None: ...
-
-    async def put(self, origin: str, found: RobotsFile) -> None: ...
 
 
 class LocalLimits:
@@ -196,58 +188,35 @@ class JobGate:
         domain = url_domain(url)
         if domain is None:
             return
+        delay = self.limits.min_delay
         if self.limits.respect_robots_txt:
-            await self._check_robots(url)
-        if self.limits.paces:
-            await self._space(domain)
+            found = await self._check_robots(url)
+            delay = max(delay, found.crawl_delay(self.politeness.settings.robots_user_agent))
+        if delay > 0:
+            await self._space(domain, delay)
 
-    async def _space(self, domain: str) -> None:
-        wait = await self.politeness.domains.reserve_navigation(domain, self.limits.min_delay)
+    async def _space(self, domain: str, delay: float) -> None:
+        """Wait for this navigation's turn on ``domain``: ``delay`` is the job's ``min_delay`` or the
+        site's ``Crawl-delay``, whichever is longer."""
+        wait = await self.politeness.domains.reserve_navigation(domain, delay)
         if wait <= 0:
             return
         await self.politeness.event(self.run, kind="navigation", state="waiting", domain=domain,
-                                    seconds=round(wait, 3), min_delay=self.limits.min_delay)
+                                    seconds=round(wait, 3), min_delay=delay)
         with politeness_waiting("navigation"):
             await asyncio.sleep(wait)
 
-    async def _check_robots(self, url: str) -> None:
-        robots = robots_url(url)
-        found = await self.politeness.robots.get(robots.origin)
-        if found is None:
-            found = await self._fetch(url, robots.url)
-            await self.politeness.robots.put(robots.origin, found)
-        reason = found.refusal(url, self.politeness.settings.robots_user_agent)
+    async def _check_robots(self, url: str) -> RobotsFile:
+        """The site's robots.txt (cached, else fetched through the job's egress gate); ``URLBlocked``
+        when it disallows ``url``, or when the job's egress policy refuses its fetch."""
+        agent = self.politeness.settings.robots_user_agent
+        try:
+            found = await robots_file(self.politeness.robots, self.egress, url, agent)
+        except SideDoorRefused as exc:
+            raise URLBlocked(url, f"its robots.txt ({exc.address}) could not be fetched: the job's egress policy "
+                             f"refused {exc.host}:{exc.port} ({exc.refusal})") from None
+        reason = found.refusal(url, agent)
         if reason is not None:
             await self.politeness.event(self.run, kind="robots", state="refused", url=url, reason=reason)
             raise URLBlocked(url, reason + robots_remedy(self.run.spec.politeness, self.politeness.settings))
-
-    async def _fetch(self, url: str, address: str) -> RobotsFile:
-        """GET robots.txt through the job's egress gate; a refusal there (of the first request or of
-        a redirect) is the job's refusal, reported as such for ``url``."""
-        if self.egress is None:
-            return RobotsFile(0, error="the job has no egress gate")
-        headers = {"User-Agent": f"{self.politeness.settings.robots_user_agent} (robots.txt)"}
-        refused_before = self.egress.refused
-        try:
-            async with self.egress.side_door() as door:
-                async with httpx.AsyncClient(proxy=door, trust_env=False, timeout=ROBOTS_TIMEOUT,
-                                             follow_redirects=True, max_redirects=ROBOTS_REDIRECTS,
-                                             headers=headers) as client:
-                    async with client.stream("GET", address) as response:
-                        body = await _read_capped(response)
-                        return RobotsFile(response.status_code, body.decode("utf-8", errors="replace"))
-        except httpx.HTTPError as exc:
-            if self.egress.refused > refused_before:
-                decision = self.egress.unreported()[-1]
-                raise URLBlocked(url, f"its robots.txt ({address}) could not be fetched: the job's egress policy "
-                                 f"refused {decision.host}:{decision.port} ({decision.refusal})") from None
-            return RobotsFile(0, error=f"{type(exc).__name__}: {exc}"[:300])
-
-
-async def _read_capped(response: httpx.Response) -> bytes:
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) >= MAX_BODY:
-            break
-    return bytes(body[:MAX_BODY])
+        return found

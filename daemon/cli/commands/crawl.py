@@ -1,0 +1,95 @@
+"""``browserd crawl URL... [--max-depth N --max-pages N --include RE --exclude RE --extract|--task T]
+[--wait]``: start a crawl, optionally following its progress.
+
+``browserd crawl --cancel ID`` stops a crawl; ``browserd crawl --attach ID`` follows one started
+earlier; ``browserd crawl --results ID`` prints its pages as JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from daemon.cli.output import EXIT_FAILED, EXIT_USAGE, api_command, client, print_json
+from daemon.cli.progress import follow_batch
+from workers.jobs.crawls.models import CrawlRecord
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("crawl", help="crawl a site: its pages from start URLs and sitemaps, each visited once")
+    p.add_argument("urls", nargs="*", metavar="URL", help="start URLs (depth 0)")
+    p.add_argument("--sitemap", action="append", default=[], help="a sitemap (or index) to read; repeatable")
+    p.add_argument("--max-depth", type=int, help="links followed at most this many hops from a start page (3)")
+    p.add_argument("--max-pages", type=int, help="pages visited at most (100)")
+    p.add_argument("--max-duration", type=float, help="seconds after which no new page is queued")
+    p.add_argument("--include", action="append", default=[], help="visit only URLs this RE2 pattern matches")
+    p.add_argument("--exclude", action="append", default=[], help="never visit URLs this RE2 pattern matches")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--extract", action="store_true", help="each page's markdown and links, no model (default)")
+    mode.add_argument("--task", help="the agent's task on each page")
+    p.add_argument("--schema", help="JSON schema of each page's data (with --task)")
+    p.add_argument("--spec", help="more of the crawl's spec as a JSON object (e.g. '{\"allowed_networks\": [...]}')")
+    p.add_argument("--wait", action="store_true", help="show progress until the crawl completes")
+    p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
+    p.add_argument("--attach", metavar="CRAWL_ID", help="follow an existing crawl's progress (implies --wait)")
+    p.add_argument("--results", metavar="CRAWL_ID", help="print that crawl's pages as JSON lines")
+    p.add_argument("--json", action="store_true", help="print the crawl record as JSON")
+    p.set_defaults(handler=run)
+
+
+def spec_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The crawl's spec from the options (``--spec`` first, the named options over it)."""
+    spec: dict[str, Any] = json.loads(args.spec) if args.spec else {}
+    given = {"start_urls": args.urls, "sitemaps": args.sitemap, "include": args.include, "exclude": args.exclude,
+             "max_depth": args.max_depth, "max_pages": args.max_pages, "max_duration": args.max_duration,
+             "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None}
+    spec.update({k: v for k, v in given.items() if v not in (None, [])})
+    return spec
+
+
+def as_batch(crawl: CrawlRecord) -> dict[str, Any]:
+    """The crawl's progress in the shape the batch progress bar reads (its total grows as pages are found)."""
+    counts = crawl.counts
+    return {"total": crawl.queued, "done": counts.succeeded + counts.failed + counts.cancelled,
+            "counts": counts.model_dump(), "state": crawl.state.value}
+
+
+@api_command
+def run(args: argparse.Namespace) -> int:
+    given = [name for name in ("cancel", "attach", "results") if getattr(args, name)] + (["URL"] if args.urls or
+                                                                                       args.sitemap else [])
+    if len(given) != 1:
+        print("browserd crawl: give start URLs (or --sitemap), or --cancel ID, --attach ID or --results ID "
+              "(exactly one)", file=sys.stderr)
+        return EXIT_USAGE
+    api = client()
+    if args.results:
+        for line in api.crawl_results(args.results):
+            print(line.model_dump_json())
+        return 0
+    if args.cancel:
+        crawl = api.cancel_crawl(args.cancel)
+    elif args.attach:
+        crawl = api.crawl(args.attach)
+    else:
+        try:
+            spec = spec_of(args)
+        except ValueError as exc:
+            print(f"browserd crawl: --spec and --schema take JSON: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        crawl = api.start_crawl(spec)
+        print(f"crawl {crawl.id}: {crawl.queued} pages queued", file=sys.stderr)
+    wait = args.wait or bool(args.attach)
+    if wait:
+        follow_batch(lambda: as_batch(api.crawl(crawl.id)), workers=api.live_workers)
+        crawl = api.crawl(crawl.id)
+        skipped = ", ".join(f"{k} {v}" for k, v in crawl.skipped.model_dump().items() if v)
+        print(f"done: {crawl.visited} pages visited ({crawl.failed} failed) of {crawl.discovered} discovered; "
+              f"links skipped: {skipped or 'none'}; results: browserd crawl --results {crawl.id}", file=sys.stderr)
+    if args.json:
+        print_json(crawl.model_dump(mode="json"))
+    else:
+        print(crawl.id)
+    return EXIT_FAILED if wait and (crawl.failed or crawl.counts.cancelled) else 0

@@ -1,0 +1,175 @@
+"""A generated site on 127.0.0.1 for crawls, which records every request it answers.
+
+Its shape (``CrawlSite``): a home page linking ``sections`` sections of ``items`` items each;
+every third item has a print view declaring the item as its ``rel=canonical``; links repeated with
+tracking parameters (``utm_*``, ``fbclid``, ``gclid``), fragments, a shuffled query and the host in
+capitals; an endless calendar (``/calendar/{year}/{month}`` links the months before and after: a
+trap only max_depth or max_pages stops); ``orphans`` pages linked from nowhere, listed by the
+sitemaps only (a sitemap index naming a gzip sitemap and a plain one, named by robots.txt); a
+``/private/`` tree robots.txt disallows (linked from the home page and listed in a sitemap); a
+link to another site. ``crawl_delay`` adds a ``Crawl-delay`` line. ``hostile``: robots.txt also names
+a sitemap on the cloud metadata address, and the home page links private addresses, script and data
+URLs, and a thousand variants of one page differing only in tracking parameters and fragments.
+
+``pages()`` is every page a crawl with enough depth and budget must visit; ``visits`` counts the
+requests per normalised URL (``workers.jobs.crawls.urls.normalise``), robots.txt and sitemaps apart.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from workers.jobs.crawls.urls import normalise
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+class CrawlSite:
+    def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0,
+                 hostile: bool = False) -> None:
+        self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
+        self.hostile = hostile
+        self.visits: Counter[str] = Counter()
+        self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
+        self.lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                status, kind, body = site.answer(self.path)
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name=f"crawl-site-{self.port}", daemon=True)
+
+    def __enter__(self) -> CrawlSite:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def url(self, path: str) -> str:
+        return self.origin + path
+
+    # --- what a full crawl must find ---------------------------------------------------------
+
+    def pages(self, max_depth: int) -> set[str]:
+        """Every normalised page (calendar aside) a crawl from ``/`` with this depth must visit."""
+        out = {"/", "/about"} if max_depth >= 1 else {"/"}
+        if max_depth >= 1:
+            out |= {f"/section/{s}" for s in range(self.sections)}
+        if max_depth >= 2:
+            out |= {f"/item/{s}/{i}" for s in range(self.sections) for i in range(self.items)}
+        if max_depth >= 3:
+            out |= {f"/item/{s}/{i}?view=print" for s in range(self.sections) for i in range(self.items) if i % 3 == 0}
+        out |= {f"/orphan/{n}" for n in range(self.orphans)}
+        return {normalise(self.url(p)) or p for p in out}
+
+    def is_trap(self, url: str) -> bool:
+        return urlsplit(url).path.startswith("/calendar/")
+
+    # --- answering ---------------------------------------------------------------------------
+
+    def answer(self, path: str) -> tuple[int, str, bytes]:
+        parts = urlsplit(path)
+        route = parts.path
+        if route == "/robots.txt" or route.startswith("/sitemap"):
+            with self.lock:
+                self.fetched[route] += 1
+            return self._meta(route)
+        if route == "/favicon.ico":
+            return 404, "text/plain", b""
+        with self.lock:
+            self.visits[normalise(self.url(path)) or path] += 1
+        html = self._page(route, parse_qs(parts.query))
+        if html is None:
+            return 404, "text/html", b"<html><body><h1>Not found</h1></body></html>"
+        return 200, "text/html; charset=utf-8", html.encode()
+
+    def _meta(self, route: str) -> tuple[int, str, bytes]:
+        if route == "/robots.txt":
+            delay = f"Crawl-delay: {self.crawl_delay}\n" if self.crawl_delay else ""
+            evil = "Sitemap: http://169.254.169.254/latest/sitemap.xml\n" if self.hostile else ""
+            body = (f"User-agent: *\nDisallow: /private/\n{delay}\nUser-agent: otherbot\nDisallow: /\n\n"
+                    f"{evil}Sitemap: {self.url('/sitemap_index.xml')}\n")
+            return 200, "text/plain", body.encode()
+        if route == "/sitemap_index.xml":
+            body = (f"<?xml version='1.0'?><sitemapindex {NS}><sitemap><loc>{self.url('/sitemap-1.xml.gz')}</loc>"
+                    f"</sitemap><sitemap><loc>{self.url('/sitemap-2.xml')}</loc></sitemap></sitemapindex>")
+            return 200, "application/xml", body.encode()
+        half = self.orphans // 2
+        if route == "/sitemap-1.xml.gz":
+            return 200, "application/gzip", gzip.compress(self._urlset(range(half), ["/", "/item/0/1"]))
+        if route == "/sitemap-2.xml":
+            return 200, "application/xml", self._urlset(range(half, self.orphans), ["/private/listed",
+                                                                                    "/item/0/1?utm_source=map"])
+        return 404, "text/plain", b"no such sitemap"
+
+    def _urlset(self, orphans: range, extra: list[str]) -> bytes:
+        locs = [self.url(f"/orphan/{n}") for n in orphans] + [self.url(p) for p in extra]
+        body = "".join(f"<url><loc>{loc}</loc><lastmod>2026-11-01</lastmod></url>" for loc in locs)
+        return f"<?xml version='1.0' encoding='UTF-8'?><urlset {NS}>{body}</urlset>".encode()
+
+    def _page(self, route: str, query: dict[str, list[str]]) -> str | None:
+        bits = route.strip("/").split("/")
+        if route == "/":
+            links = [f"/section/{s}" for s in range(self.sections)] + [
+                "/about#team", "/about?utm_source=home&utm_medium=link", "/calendar/2026/1", "/private/secret",
+                "http://example.com/elsewhere", "mailto:someone@example.com", "#top",
+                f"http://127.0.0.1:{self.port}/section/0?fbclid=abc"]
+            if self.hostile:
+                links += ["http://10.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)",
+                          "data:text/html,<b>x</b>", f"http://localhost:{self.port}/about"]
+                links += [f"/about?utm_source=s{n}&fbclid={n}#frag{n}" for n in range(1000)]
+            return _html("Home", links)
+        if route == "/about":
+            return _html("About", ["/", "/#footer"])
+        if bits[0] == "section" and len(bits) == 2 and bits[1].isdigit() and int(bits[1]) < self.sections:
+            s = int(bits[1])
+            links = [f"/item/{s}/{i}" for i in range(self.items)] + [
+                "/", f"/item/{s}/0?gclid=x1", f"{self.origin.upper()}/item/{s}/1#reviews"]
+            return _html(f"Section {s}", links)
+        if bits[0] == "item" and len(bits) == 3 and all(b.isdigit() for b in bits[1:]):
+            s, i = int(bits[1]), int(bits[2])
+            if s >= self.sections or i >= self.items:
+                return None
+            if query.get("view") == ["print"]:
+                return _html(f"Item {s}/{i} (print)", [f"/section/{s}"], canonical=f"/item/{s}/{i}")
+            links = [f"/section/{s}", f"/item/{s}/{(i + 1) % self.items}"]
+            if i % 3 == 0:
+                links.append(f"/item/{s}/{i}?view=print&utm_campaign=print")
+            return _html(f"Item {s}/{i}", links, canonical=f"/item/{s}/{i}")
+        if bits[0] == "calendar" and len(bits) == 3 and all(b.lstrip("-").isdigit() for b in bits[1:]):
+            y, m = int(bits[1]), int(bits[2])
+            nxt = (y + m // 12, m % 12 + 1)
+            prev = (y - (m == 1), 12 if m == 1 else m - 1)
+            return _html(f"Calendar {y}-{m}", [f"/calendar/{nxt[0]}/{nxt[1]}", f"/calendar/{prev[0]}/{prev[1]}"])
+        if bits[0] == "orphan" and len(bits) == 2 and bits[1].isdigit() and int(bits[1]) < self.orphans:
+            return _html(f"Orphan {bits[1]}", ["/"])
+        if bits[0] == "private":
+            return _html("Private", ["/private/deeper"])
+        return None
+
+
+def _html(title: str, links: list[str], canonical: str | None = None) -> str:
+    head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+    body = "".join(f'<li><a href="{href}">link {n}</a></li>' for n, href in enumerate(links))
+    return (f"<!doctype html><html><head><title>{title}</title>{head}</head>"
+            f"<body><h1>{title}</h1><p>Text of {title}.</p><ul>{body}</ul></body></html>")

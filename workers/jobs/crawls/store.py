@@ -1,0 +1,196 @@
+"""Crawls in Redis: the crawl's record, its frontier (seen set, pages) and its growing batch.
+
+A crawl owns one batch (``batches.store``): every page it visits is a job of that batch, so the
+batch's counters, cancelling, completion (exactly once, with its webhook) and results are the
+crawl's. What a crawl adds is admission (``admit``, one ``crawl_admit.lua`` call): a candidate URL
+joins the seen set and, if it is new and the crawl has budget left, becomes a queued job of the
+batch, whose ``total`` grows in the same atomic step. Keys: ``store.keys`` (``crawl:*``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.crawls.models import CrawlLine, CrawlRecord, CrawlSkips, CrawlSpec
+from workers.jobs.ids import is_id, new_id
+from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.scripts import source
+
+if TYPE_CHECKING:
+    from workers.jobs.artifacts.store import ArtifactStore
+
+MAX_SITEMAP_ERRORS = 20  # sitemap errors kept in the record
+
+
+@dataclass(frozen=True)
+class FoundURL:
+    """A URL found for a crawl (normalised, in scope, within max_depth) and where it was found."""
+
+    url: str
+    depth: int
+    parent: str | None = None
+    sitemaps: bool = False  # the job that visits it reads the crawl's sitemaps
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """What the crawl knows of one page job: the URL it visits, its depth, where it was found."""
+
+    url: str
+    depth: int
+    parent: str | None
+    sitemaps: bool
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """Jobs a call to ``admit`` created (their ids, the specs they run)."""
+
+    job_ids: list[str]
+    specs: list[Any]
+
+
+@dataclass(frozen=True)
+class CrawlIds:
+    """A crawl's id and its batch's."""
+
+    crawl_id: str
+    batch_id: str
+
+
+@dataclass(frozen=True)
+class HeldCrawl:
+    """A crawl's spec as recorded, and its batch's id."""
+
+    spec: CrawlSpec
+    batch_id: str
+
+
+class CrawlStore:
+    def __init__(self, jobs: JobStore) -> None:
+        self.jobs = jobs
+        self.batches = BatchStore(jobs)
+        self.redis = jobs.redis
+        self.keys = jobs.keys
+        self._admit = self.redis.register_script(source("crawl_admit", CREATE_ONE=source("job_create")))
+
+    async def create(self, spec: CrawlSpec) -> CrawlIds:
+        """Record a crawl and its (empty) batch; returns their ids. Seeds are ``admit``-ted next."""
+        made = await self.batches.create([], [], webhook_url=str(spec.webhook_url) if spec.webhook_url else None)
+        crawl_id = new_id()
+        created_at = datetime.now(UTC).timestamp()
+        fields = {"id": crawl_id, "batch": made.batch_id, "spec": spec.model_dump_json(),
+                  "created_at": repr(created_at), "max_pages": spec.max_pages, "deadline": "0", "queued": 0}
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(self.keys.crawl(crawl_id), mapping=fields)
+            pipe.hset(self.keys.batch(made.batch_id), "crawl", crawl_id)  # its completion expires the crawl too
+            pipe.zadd(self.keys.crawls, {crawl_id: created_at})
+            await pipe.execute()
+        return CrawlIds(crawl_id, made.batch_id)
+
+    async def start_clock(self, crawl_id: str, max_duration: float | None) -> None:
+        """From now on, no page is queued after ``created_at + max_duration``: set once the seeds are
+        queued, so a short ``max_duration`` still visits the start pages."""
+        if max_duration:
+            created_at = float(await self.redis.hget(self.keys.crawl(crawl_id), "created_at") or 0)
+            await self.redis.hset(self.keys.crawl(crawl_id), "deadline", repr(created_at + max_duration))
+
+    async def spec(self, crawl_id: str) -> HeldCrawl | None:
+        """The crawl's spec and batch id; None when the crawl is gone."""
+        raw, batch_id = await self.redis.hmget(self.keys.crawl(crawl_id), ["spec", "batch"])
+        return HeldCrawl(CrawlSpec.model_validate_json(raw), batch_id) if raw and batch_id else None
+
+    async def unseen(self, crawl_id: str, urls: list[str]) -> list[bool]:
+        """Whether each URL is not yet in the crawl's seen set (a hint: ``admit`` decides)."""
+        if not urls:
+            return []
+        return [not flag for flag in await self.redis.smismember(self.keys.crawl_seen(crawl_id), urls)]
+
+    async def admit(self, crawl_id: str, batch_id: str, found: list[FoundURL],
+                    job: Any) -> Admitted:
+        """Queue each candidate not yet seen, within the crawl's budget, as a job of its batch.
+
+        ``job(url) -> PageJob`` makes a page's job (``lifecycle.crawling.page_job``). Returns the jobs created (publish them)."""
+        made: dict[str, Any] = {}
+        argv: list[str] = []
+        for c in found:
+            page = job(c.url)
+            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=batch_id)
+            made[args[1]] = page.spec
+            argv.append(json.dumps({"url": c.url, "depth": c.depth, "parent": c.parent, "sitemaps": c.sitemaps,
+                                    "args": args}))
+        if not argv:
+            return Admitted([], [])
+        keys = [self.keys.crawl(crawl_id), self.keys.crawl_seen(crawl_id), self.keys.crawl_pages(crawl_id),
+                self.keys.batch(batch_id), self.keys.batch_jobs(batch_id)]
+        ids = await self._admit(keys=keys, args=[repr(datetime.now(UTC).timestamp()), *argv])
+        return Admitted(list(ids), [made[i] for i in ids])
+
+    async def mark_seen(self, crawl_id: str, urls: list[str]) -> None:
+        """URLs a visited page is also known by (its final URL, its canonical): never queued after."""
+        if urls:
+            await self.redis.sadd(self.keys.crawl_seen(crawl_id), *urls)
+
+    async def count_skips(self, crawl_id: str, skips: dict[str, int]) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for reason, n in skips.items():
+                if n:
+                    pipe.hincrby(self.keys.crawl(crawl_id), f"skipped:{reason}", n)
+            await pipe.execute()
+
+    async def note_sitemaps(self, crawl_id: str, pages: int, errors: list[str]) -> None:
+        key = self.keys.crawl(crawl_id)
+        await self.redis.hincrby(key, "sitemap_pages", pages)
+        if errors:
+            await self.redis.hset(key, "sitemap_errors", json.dumps(errors[:MAX_SITEMAP_ERRORS]))
+
+    async def page(self, crawl_id: str, job_id: str) -> PageInfo | None:
+        raw = await self.redis.hget(self.keys.crawl_pages(crawl_id), job_id)
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return PageInfo(data["url"], int(data["depth"]), data.get("parent") or None, bool(data.get("sitemaps")))
+
+    async def note_page(self, crawl_id: str, job_id: str, **found: Any) -> None:
+        """What the visit found (final URL, canonical, links), kept with the page for its results line."""
+        key = self.keys.crawl_pages(crawl_id)
+        raw = await self.redis.hget(key, job_id)
+        if raw is not None:
+            await self.redis.hset(key, job_id, json.dumps({**json.loads(raw), **found}))
+
+    async def get(self, crawl_id: str) -> CrawlRecord | None:
+        if not is_id(crawl_id):
+            return None
+        raw = await self.redis.hgetall(self.keys.crawl(crawl_id))
+        if not raw.get("id"):
+            return None
+        batch = await self.batches.get(raw["batch"])
+        if batch is None:
+            return None
+        counts = batch.counts
+        skipped = CrawlSkips(**{k: int(raw.get(f"skipped:{k}") or 0) for k in CrawlSkips.model_fields})
+        return CrawlRecord(
+            id=crawl_id, batch_id=raw["batch"], state=batch.state,
+            discovered=await self.redis.scard(self.keys.crawl_seen(crawl_id)),
+            queued=batch.total, visited=counts.succeeded + counts.failed, failed=counts.failed, counts=counts,
+            skipped=skipped, sitemap_pages=int(raw.get("sitemap_pages") or 0),
+            sitemap_errors=json.loads(raw.get("sitemap_errors") or "[]"),
+            spec=CrawlSpec.model_validate_json(raw["spec"]),
+            created_at=datetime.fromtimestamp(float(raw["created_at"]), UTC), finished_at=batch.finished_at,
+        )
+
+    async def results(self, crawl_id: str, batch_id: str,
+                      artifacts: ArtifactStore | None = None) -> AsyncIterator[CrawlLine]:
+        """One line per page, in the order pages were queued."""
+        pages = await self.redis.hgetall(self.keys.crawl_pages(crawl_id))
+        async for line in self.batches.results(batch_id, artifacts):
+            page = json.loads(pages.get(line.id) or "{}")
+            yield CrawlLine(url=page.get("url", ""), depth=int(page.get("depth") or 0), parent=page.get("parent"),
+                            job_id=line.id, status=line.status, final_url=page.get("final_url"),
+                            canonical=page.get("canonical"), links=page.get("links"), data=line.data,
+                            final_answer=line.final_answer, error=line.error, category=line.category)

@@ -1,0 +1,97 @@
+"""Starting a crawl, and growing it: the seeds queued and published at submission, then each page's
+finds queued and published by the worker that visited it (``workers.pipeline.features.crawls``).
+
+Shared by ``POST /v1/crawls`` and the crawl feature, so a seed and a found page become jobs the
+same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from config import Settings
+from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
+from workers.jobs.crawls.scope import check_pattern
+from workers.jobs.crawls.store import CrawlStore, FoundURL
+from workers.jobs.crawls.urls import normalise
+from workers.jobs.errors import QueueUnavailable, SpecError
+from workers.jobs.lifecycle.cancelling import cancel_batch
+from workers.jobs.lifecycle.submission import publish_jobs
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.specs.checks import check_spec, max_steps_of
+from workers.jobs.store.jobs import JobStore
+
+log = logging.getLogger("browserd.crawls")
+
+
+
+@dataclass(frozen=True)
+class PageJob:
+    """The job that visits one page: its spec and the step budget it is recorded with."""
+
+    spec: JobSpec
+    max_steps: int
+
+
+def page_job(spec: CrawlSpec, crawl_id: str, settings: Settings) -> Callable[[str], PageJob]:
+    """How the crawl's page at a URL becomes a job: its spec (checked like any job's) and step budget."""
+    def make(url: str) -> PageJob:
+        job = check_spec(spec.page_spec(url, crawl_id), settings)
+        return PageJob(job, max_steps_of(job, settings))
+    return make
+
+
+def check_crawl(spec: CrawlSpec, settings: Settings) -> None:
+    """What pydantic cannot check alone: the include/exclude patterns (RE2), then what a page's job
+    needs, as for any job (``check_spec``: the script's actions, the output schema, the timeout,
+    politeness); ``SpecError`` names the field."""
+    for name in ("include", "exclude"):
+        for pattern in getattr(spec, name):
+            try:
+                check_pattern(pattern)
+            except ValueError as exc:
+                raise SpecError.at(name, f"{pattern!r}: {exc}") from None
+    page_job(spec, "0" * 32, settings)(spec.seeds()[0])
+
+
+async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], settings: Settings) -> int:
+    """Queue and publish the candidates the crawl has not seen (within its budget); how many were queued.
+
+    A job recorded whose message could not be published stays queued: the reconciler publishes it
+    (``BROWSERD_RECONCILE_*``), so the crawl loses no page."""
+    held = await crawls.spec(crawl_id)
+    if held is None or not found:
+        return 0
+    spec, batch_id = held.spec, held.batch_id
+    fresh = [c for c, new in zip(found, await crawls.unseen(crawl_id, [c.url for c in found])) if new]
+    await crawls.count_skips(crawl_id, {"dedup": len(found) - len(fresh)})
+    admitted = await crawls.admit(crawl_id, batch_id, fresh, page_job(spec, crawl_id, settings))
+    await publish_jobs(crawls.jobs, admitted.job_ids, admitted.specs, settings)
+    return len(admitted.job_ids)
+
+
+async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings) -> CrawlRecord:
+    """Record a crawl, queue its seeds (the first one reads the sitemaps), publish them."""
+    crawls = CrawlStore(store)
+    made = await crawls.create(spec)
+    crawl_id, batch_id = made.crawl_id, made.batch_id
+    reads_sitemaps = bool(spec.sitemaps) or spec.robots_sitemaps
+    seeds, seen = [], set()
+    for url in spec.seeds():
+        norm = normalise(url, spec.tracking_params)
+        if norm is not None and norm not in seen:
+            seen.add(norm)
+            seeds.append(FoundURL(norm, 0, None, sitemaps=reads_sitemaps and not seeds))
+    try:
+        await grow(crawls, crawl_id, seeds, settings)
+    except Exception as exc:
+        log.error("could not queue crawl %s: %s", crawl_id, exc)
+        await cancel_batch(store, batch_id)
+        raise QueueUnavailable(str(exc)) from exc
+    await crawls.start_clock(crawl_id, spec.max_duration)
+    await crawls.batches.mark_submitted(batch_id)
+    record = await crawls.get(crawl_id)
+    assert record is not None
+    return record

@@ -1,0 +1,39 @@
+-- A crawl's frontier grows by one call (``crawls.store``): each candidate URL (already normalised,
+-- in scope and within max_depth) is queued at most once per crawl. ``SADD`` on the crawl's seen set
+-- is the rule: a URL already in it is counted ``skipped:dedup``; a new one is queued as a job of the
+-- crawl's batch (job_create.lua, passed in as CREATE_ONE, as ``batch_create_many`` does) while the
+-- crawl has budget left (max_pages, its deadline, no cancel), else counted ``skipped:budget``. The
+-- batch's ``total`` grows in the same call, before the job that found the URL finishes, so the batch
+-- (and the crawl) cannot complete while a page it found is still to be visited.
+-- KEYS[1] crawl hash, KEYS[2] seen set, KEYS[3] pages hash, KEYS[4] batch hash, KEYS[5] batch jobs list.
+-- ARGV[1] now; ARGV[2..] JSON {url, depth, parent, args}: args is job_create's ARGV, or absent for a
+-- URL only marked seen (a page's canonical or final URL). Returns the ids of the jobs created.
+local function create_one(ARGV)
+${CREATE_ONE}
+end
+local now = tonumber(ARGV[1])
+local h = redis.call('HMGET', KEYS[1], 'max_pages', 'deadline', 'queued')
+local b = redis.call('HMGET', KEYS[4], 'cancel_requested', 'finished_at')
+local max_pages, deadline, queued = tonumber(h[1]) or 0, tonumber(h[2]) or 0, tonumber(h[3]) or 0
+local closed = (b[1] == '1') or (b[2] and b[2] ~= '') or (deadline > 0 and now > deadline)
+local out = {}
+for i = 2, #ARGV do
+  local c = cjson.decode(ARGV[i])
+  if not c['args'] then
+    redis.call('SADD', KEYS[2], c['url'])
+  elseif redis.call('SADD', KEYS[2], c['url']) == 0 then
+    redis.call('HINCRBY', KEYS[1], 'skipped:dedup', 1)
+  elseif closed or queued >= max_pages then  -- seen all the same: the budget never grows back
+    redis.call('HINCRBY', KEYS[1], 'skipped:budget', 1)
+  else
+    local reply = create_one(c['args'])
+    redis.call('RPUSH', KEYS[5], reply[1])
+    redis.call('HINCRBY', KEYS[4], 'total', 1)
+    redis.call('HSET', KEYS[3], reply[1], cjson.encode({url = c['url'], depth = c['depth'], parent = c['parent'],
+                                                         sitemaps = c['sitemaps']}))
+    queued = queued + 1
+    out[#out + 1] = reply[1]
+  end
+end
+redis.call('HSET', KEYS[1], 'queued', queued)
+return out

@@ -1,0 +1,181 @@
+"""Crawls: a page job of a crawl, as it ends, adds the pages it found to the crawl.
+
+A crawl's page is a job like any other (``workers.jobs.crawls``); this feature only acts on jobs
+the crawl's record names (``crawl:{id}:pages``; the ``crawl`` label only says which crawl to ask).
+At ``settle``, before the page's result is recorded, it reads the page's links from the capture
+the browser already holds (the DOM snapshot's anchors, every frame; captured once more only when
+the last action changed the page), normalises them, keeps those in the crawl's scope and depth
+and allowed by the site's robots.txt, and queues the new ones (``lifecycle.crawling.grow``). Doing
+it before the record is what keeps the crawl's batch from completing while a found page is still
+to be visited. The job that visits the first seed also reads the crawl's sitemaps (its own list and
+the start sites' robots.txt ``Sitemap:`` lines), through the job's egress gate.
+
+In ``extract`` mode the page's data is its text as markdown and its in-scope links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import Any
+
+from workers.jobs.crawls.models import CRAWL_LABEL, CrawlSpec, PageMode
+from workers.jobs.crawls.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
+from workers.jobs.crawls.store import CrawlStore, FoundURL, PageInfo
+from workers.jobs.crawls.scope import Scope, scope_of
+from workers.jobs.crawls.urls import SKIP, normalise
+from workers.jobs.ids import is_id
+from workers.jobs.lifecycle.crawling import grow
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.status import JobStatus
+from workers.jobs.politeness.options import limits_for
+from workers.jobs.politeness.robots import RobotsCache, RobotsFile, robots_url
+from workers.pipeline.feature import Feature, Services
+from workers.pipeline.robots_lookup import robots_file
+from workers.pipeline.run import JobRun
+from workers.pipeline.side_fetch import SideDoorRefused, side_fetch
+
+log = logging.getLogger("browserd.crawls")
+
+CAPTURE_SECONDS = 10.0  # how long reading the final page's links may take
+SITEMAP_FILES = 50  # sitemap files (an index's children included) one crawl reads at most
+SITEMAP_BYTES = 10 * 1024 * 1024  # compressed bytes read of one sitemap file
+SITEMAP_TIMEOUT = 30.0
+
+
+class Crawls(Feature):
+    def __init__(self, services: Services) -> None:
+        super().__init__(services)
+        self.crawls = CrawlStore(services.store) if services.store is not None else None
+        self.robots = (RobotsCache(services.redis, services.keys, self.settings.robots_ttl)
+                       if services.redis is not None else None)
+
+    async def settle(self, run: JobRun, result: JobResult) -> JobResult:
+        crawl_id = run.spec.labels.get(CRAWL_LABEL)
+        if self.crawls is None or not crawl_id or not is_id(crawl_id):
+            return result
+        page = await self.crawls.page(crawl_id, run.job_id)
+        held = await self.crawls.spec(crawl_id)
+        if page is None or held is None:  # not a page of that crawl (a label anyone may set), or it is gone
+            return result
+        try:
+            return await self._grow(run, result, crawl_id, page, held.spec)
+        except Exception:  # the page's own result stands; what it found is lost, not the page
+            log.exception("crawl %s: job %s: the page's links were not queued", crawl_id, run.job_id)
+            return result
+
+    async def _grow(self, run: JobRun, result: JobResult, crawl_id: str, page: PageInfo,
+                    spec: CrawlSpec) -> JobResult:
+        assert self.crawls is not None
+        state = await self._state(run)
+        scope, tracking, skips = scope_of(spec), spec.tracking_params, Counter[str]()
+        in_scope: list[str] = []
+        found: list[FoundURL] = []
+        links = [normalise(link.href, tracking) for link in state.links()] if state is not None else []
+        for url in dict.fromkeys(u for u in links if u is not None):
+            if not scope.admits(url):
+                skips[SKIP.scope] += 1
+                continue
+            in_scope.append(url)
+            if page.depth + 1 > spec.max_depth:
+                skips[SKIP.depth] += 1
+            else:
+                found.append(FoundURL(url, page.depth + 1, page.url))
+        if page.sitemaps:
+            found += await self._sitemap_pages(run, spec, crawl_id, scope)
+        found = await self._allowed(run, spec, found, skips)
+        final = normalise(state.url, tracking) if state is not None else None
+        canonical = _canonical(state, scope, tracking)
+        await self.crawls.mark_seen(crawl_id, [u for u in (final, canonical) if u and u != page.url])
+        await self.crawls.count_skips(crawl_id, dict(skips))
+        await grow(self.crawls, crawl_id, found, self.settings)
+        await self.crawls.note_page(crawl_id, run.job_id, final_url=final, canonical=canonical, links=len(in_scope))
+        if spec.mode is PageMode.extract and result.status is JobStatus.succeeded and state is not None:
+            result.data = {"markdown": state.text(), "links": in_scope}
+        return result
+
+    async def _state(self, run: JobRun) -> Any | None:
+        """The page as the browser last captured it (captured again only if it changed since)."""
+        ctx = run.session.ctx if run.session is not None else None
+        if ctx is None:
+            return None
+        try:
+            async with asyncio.timeout(CAPTURE_SECONDS):
+                return await ctx.browser.state()
+        except Exception as exc:  # a page that cannot be read has no links to give
+            log.info("job %s: the final page could not be read for links: %s", run.job_id, exc)
+            return None
+
+    async def _allowed(self, run: JobRun, spec: CrawlSpec, found: list[FoundURL],
+                       skips: Counter[str]) -> list[FoundURL]:
+        """The candidates the sites' robots.txt allows (when the crawl respects it, as by default)."""
+        if self.robots is None or not found or not limits_for(spec.politeness, self.settings,
+                                                               refuse=False).respect_robots_txt:
+            return found
+        agent = self.settings.robots_user_agent
+        egress = run.lease.egress if run.lease is not None else None
+        kept = []
+        files: dict[str, RobotsFile | None] = {}
+        for c in found:
+            origin = robots_url(c.url).origin
+            if origin not in files:
+                try:
+                    files[origin] = await robots_file(self.robots, egress, c.url, agent)
+                except SideDoorRefused:
+                    files[origin] = None  # the job's egress policy refuses that site: out of its reach
+            robots = files[origin]
+            if robots is None:
+                skips[SKIP.scope] += 1
+            elif robots.refusal(c.url, agent) is None:
+                kept.append(c)
+            else:
+                skips[SKIP.robots] += 1
+        return kept
+
+    async def _sitemap_pages(self, run: JobRun, spec: CrawlSpec, crawl_id: str, scope: Scope) -> list[FoundURL]:
+        """Every in-scope page the crawl's sitemaps list (indexes followed, at most ``SITEMAP_FILES``
+        files), as depth-0 candidates whose parent is the sitemap that listed them."""
+        assert self.crawls is not None
+        egress = run.lease.egress if run.lease is not None else None
+        if egress is None:
+            return []
+        agent = self.settings.robots_user_agent
+        queue = [str(s) for s in spec.sitemaps]
+        if spec.robots_sitemaps and self.robots is not None:
+            for origin in dict.fromkeys(robots_url(u).origin for u in spec.seeds()):
+                try:
+                    queue += robots_sitemaps((await robots_file(self.robots, egress, origin + "/", agent)).body)
+                except SideDoorRefused as exc:
+                    log.info("crawl %s: %s", crawl_id, exc)
+        read: set[str] = set()
+        pages: list[FoundURL] = []
+        errors: list[str] = []
+        while queue and len(read) < SITEMAP_FILES:
+            address = queue.pop(0)
+            if address in read:
+                continue
+            read.add(address)
+            try:
+                got = await side_fetch(egress, address, f"{agent} (sitemap)", max_bytes=SITEMAP_BYTES,
+                                       timeout=SITEMAP_TIMEOUT)
+                if got.status != 200:
+                    raise SitemapError(f"HTTP {got.status}" if got.status else got.error)
+                sitemap = parse_sitemap(got.body)
+            except (SideDoorRefused, SitemapError) as exc:
+                errors.append(f"{address}: {exc}")
+                continue
+            queue += [e.loc for e in sitemap.sitemaps]
+            for entry in sitemap.pages:
+                url = normalise(entry.loc, spec.tracking_params)
+                if url is not None and scope.admits(url):
+                    pages.append(FoundURL(url, 0, address))
+        await self.crawls.note_sitemaps(crawl_id, len(pages), errors)
+        return pages
+
+
+def _canonical(state: Any | None, scope: Scope, tracking: list[str]) -> str | None:
+    """The page's rel=canonical, normalised, when it declares one the crawl may visit."""
+    raw = state.canonical() if state is not None else None
+    url = normalise(raw, tracking) if raw else None
+    return url if url is not None and scope.admits(url) else None
