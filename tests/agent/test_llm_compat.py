@@ -14,13 +14,19 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+from langchain_core.messages import HumanMessage, SystemMessage
+
 from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
+from tests.support.jobs import llms_of
 from tests.support.llm_server import Reply
+from workers.agent import RetryPolicy
+from workers.agent.llm import ToolSpec, call_structured
 from workers.jobs.model.spec import AgentOptions, ModelParams
 from workers.jobs.model.status import FailureCategory, JobStatus
 
 METHODS = ("tools", "json_schema", "json_object", "text")
+TOOL = ToolSpec("Answer", "an answer", {"type": "object", "properties": {"n": {"type": "integer"}}})
 
 
 def settings_for(llm, **extra):
@@ -125,9 +131,23 @@ async def test_a_hung_model_fails_its_step_and_max_failures_counts_it(pool, site
     assert "2 consecutive failures" in result.error
     assert "navigator model 'gpt-4o-mini' gave no answer within the step's limit of 2s" in result.error
     assert [bool(s.error) for s in result.steps] == [True, True]
+    second = llm.requests_for(NAVIGATOR)[1]["messages"]
+    assert sum("[Current state starts here]" in m["content"] for m in second) == 1  # the cut step's state went
     assert result.totals.llm_calls == 2 == llm.served.calls  # the two plans; the hung calls served nothing
     await wait_for(lambda: llm.disconnects == 2)
     assert llm.disconnects == 2
+
+
+async def test_a_call_past_its_timeout_is_closed_and_retried(llm):
+    """BROWSERD_LLM_TIMEOUT: the client gives up on the call and closes its connection (the server
+    sees it leave, so it can stop generating), then retries."""
+    settings = settings_for(llm, llm_timeout=0.5)
+    llm.add("Answer", Reply.hang(30), Reply.tool({"n": 1}))
+    reply = await call_structured(llms_of(settings).navigator, [SystemMessage("s"), HumanMessage("q")], TOOL,
+                                  role="navigator", retry=RetryPolicy(attempts=2, base_delay=0.01))
+    assert (reply.data, reply.attempts) == ({"n": 1}, 2)
+    await wait_for(lambda: llm.disconnects == 1)
+    assert llm.disconnects == 1
 
 
 async def test_retries_stop_at_the_steps_deadline(pool, site, llm):

@@ -126,14 +126,20 @@ class MessageManager:
     def add_follow_up(self, task: str) -> None:
         """A follow-up task after the history so far; it is never trimmed away (kind ``task``). A
         state message the last run left unreduced (it ended mid-step) is reduced first."""
+        self._leave_out_stale_states()
+        self._add(HumanMessage(user_request(follow_up_task(task))), "task")
+
+    def _leave_out_stale_states(self) -> None:
+        """Reduce a state message left full by a step that ended mid-way (its run ended, its time
+        limit cut its model call): only the current step's page is shown in full."""
         for i, entry in enumerate(self.entries):
             if entry.kind == "state":
                 message = HumanMessage("[the page state of an earlier step, left out]")
                 self.entries[i] = Entry(message, "past_state", count_tokens(message))
-        self._add(HumanMessage(user_request(follow_up_task(task))), "task")
 
     def add_state(self, content: str, image: Screenshot | None = None) -> None:
         """The step's state message, with its screenshot when vision is on (older ones are dropped)."""
+        self._leave_out_stale_states()
         for entry in self.entries:
             if entry.image is not None:
                 entry.image = None
