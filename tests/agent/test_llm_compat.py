@@ -83,11 +83,13 @@ async def test_every_output_method_runs_a_job_against_the_strict_stand_in(pool, 
 
 async def test_max_tokens_per_role_from_settings_and_job(pool, site, llm):
     settings = settings_for(llm, navigator_max_tokens=300, planner_max_tokens=700)
-    llm.add(PLANNER, plan(done=True, final_answer="ok"))
-    options = {"model_params": {"planner": {"max_tokens": 500}}}
+    options = {"model_params": {"planner": {"max_tokens": 500}, "navigator": {"max_tokens": 5000}}}
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="ok"))
+    llm.add(NAVIGATOR, act({"done": {"text": "ok"}}))
     result, _, _ = await run(pool, settings, task="Look", start_url=site.url("agent/catalog.html"), options=options)
     assert result.status == JobStatus.succeeded, result.error
-    assert llm.requests_for(PLANNER)[0]["max_tokens"] == 500
+    assert {r["max_tokens"] for r in llm.requests_for(PLANNER)} == {500}  # a job may lower its cap
+    assert llm.requests_for(NAVIGATOR)[0]["max_tokens"] == 300  # but not raise it past the operator's
 
 
 @pytest.mark.parametrize(("params", "field"), [({"max_tokens": 0}, "max_tokens"), ({"max_tokens": "a"}, "max_tokens"),

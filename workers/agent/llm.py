@@ -86,7 +86,7 @@ class Llms:
                     params: RoleModelParams | None = None) -> Llms:
         """A model per role from the provider (BROWSERD_LLM_PROVIDER), the role's model name (the
         job's, else the settings'), its parameters and its output method (the job's, each over the
-        settings')."""
+        settings'; a job's max_tokens at most the setting's)."""
         overrides, params = overrides or ModelOverrides(), params or RoleModelParams()
         models: dict[str, BaseChatModel] = {}
         built: dict[str, BaseChatModel] = {}
@@ -94,7 +94,9 @@ class Llms:
         for role in ROLES:
             configured, own = llm.role(role), getattr(params, role)
             name = getattr(overrides, role) or configured.name
-            sampling = {**configured.params, "max_tokens": configured.max_tokens, **own.set()}
+            sampling = {**configured.params, **own.set()}
+            # a job may lower its output cap, never raise it past the operator's: the cap is the runaway stop
+            sampling["max_tokens"] = min(sampling.get("max_tokens", configured.max_tokens), configured.max_tokens)
             key = json.dumps([name, sampling], sort_keys=True)
             if key not in built:
                 built[key] = build(llm, name, sampling)

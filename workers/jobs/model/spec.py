@@ -55,7 +55,8 @@ class ModelParams(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
     reasoning_effort: ReasoningEffort | None = Field(None, description="low, medium or high (reasoning models).")
-    max_tokens: int | None = Field(None, ge=16, le=1_000_000, description="Most tokens one answer may have.")
+    max_tokens: int | None = Field(None, ge=16, le=1_000_000, description="Most tokens one answer may have; at "
+                                   "most BROWSERD_<ROLE>_MAX_TOKENS (a higher value is lowered to it).")
     output: OutputMethod | None = Field(None, description="How the answer is asked for: tools, json_schema, "
                                         "json_object or text (BROWSERD_<ROLE>_OUTPUT).")
 
