@@ -104,10 +104,13 @@ def test_job_output_settings_are_validated(params, field):
 CUT = '{"current_state": {"evaluation_previous_goal": "Success - the page is op'
 
 
-@pytest.mark.parametrize("finish", ["length", "tool_calls"])
-async def test_answers_cut_at_max_tokens_say_so(pool, site, llm, finish):
-    """finish_reason "length", or (llama.cpp) "tool_calls" with broken JSON as long as the cap."""
-    settings = settings_for(llm, navigator_max_tokens=64)
+@pytest.mark.parametrize(("finish", "method"), [("length", "tools"), ("tool_calls", "tools"),
+                                               ("length", "json_schema"), ("length", "json_object"),
+                                               ("length", "text"), ("stop", "text")])
+async def test_answers_cut_at_max_tokens_say_so(pool, site, llm, finish, method):
+    """finish_reason "length" with every method, or (llama.cpp) "tool_calls"/"stop" with broken JSON
+    as long as the cap."""
+    settings = settings_for(llm, navigator_max_tokens=64, navigator_output=method)
     llm.add(PLANNER, plan())
     llm.add(NAVIGATOR, *[Reply.tool(CUT, usage=(100, 64), finish=finish) for _ in range(3)])
     result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),

@@ -183,6 +183,8 @@ async def call_structured(
             clock.role, clock.model = role, name
         try:
             message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
+        except openai.LengthFinishReasonError as exc:  # with a response_format the client refuses a cut answer
+            reply = _cut_reply(exc.completion, role, output_cap(model))
         except AgentError:
             telemetry.llm_call(LlmCall(name, LlmOutcome.cancelled, time.monotonic() - attempt_started))
             raise
@@ -197,10 +199,11 @@ async def call_structured(
             log.warning("%s call failed (%s); retrying in %.1fs", role, failed.error, wait)
             await cancel.sleep(wait, f"before retrying the {role} call")
             continue
+        else:
+            reply = _reply(message, role, output_cap(model))
         finally:
             if clock is not None and not _cancelling():
                 clock.role = clock.model = ""
-        reply = _reply(message, role, output_cap(model))
         reply.seconds, reply.attempts = time.monotonic() - started, attempt + 1
         telemetry.llm_call(LlmCall(name, LlmOutcome.ok, time.monotonic() - attempt_started, reply.input_tokens,
                                    reply.output_tokens))
@@ -276,6 +279,16 @@ def _reply(message: Any, role: str, cap: int | None) -> LLMReply:
     if finish == "length":
         reply.error = LLMTruncated(role, cap, raw=reply.raw)
     return reply
+
+
+def _cut_reply(completion: Any, role: str, cap: int | None) -> LLMReply:
+    """The reply of an answer the openai client itself refused as cut (``LengthFinishReasonError``)."""
+    usage = getattr(completion, "usage", None)
+    choices = getattr(completion, "choices", None) or []
+    raw = str(getattr(choices[0].message, "content", "") or "") if choices else ""
+    return LLMReply(data={}, raw=raw, input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                    output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                    error=LLMTruncated(role, cap, raw=raw))
 
 
 def _extract(message: Any) -> tuple[str, dict[str, Any]]:
