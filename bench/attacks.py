@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
+import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import quote
 
 from cdp import BrowserPool, PoolConfig, process_tree
@@ -33,6 +38,7 @@ from tests.support import isolation_attacks
 from tests.support.jobs import run_job
 from tests.support.llm_server import LLMServer, Reply
 from tests.support.schemas import anyof_bomb
+from tests.support.secret_echoes import SECRETS, leaks
 from tests.support.servers import (
     SITE,
     RecordingServer,
@@ -41,6 +47,8 @@ from tests.support.servers import (
     serve,
 )
 from tests.support.sockets import listening_pids
+from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.ids import new_id
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import FailureCategory
@@ -327,6 +335,149 @@ async def schema_anyof_bomb(stage: Stage) -> bool:
             and stall < 1.0)
 
 
+# --- secrets (issue 22, finding 4): a page echoes a typed secret in ordinary encodings -----------
+
+
+async def encoded_secret_echo(stage: Stage) -> bool:
+    """A GET sign-in with issue 22's two secrets; the signed-in page echoes them upper-cased by CSS,
+    HTML-escaped, URL-encoded (a link, a failing image, the console) and as a base64 Basic
+    credential. No encoding of either reaches the model's prompts, the result or a text artifact."""
+    turns = iter([[{"input_text": {"index": 1, "text": "<secret>user</secret>"}},
+                   {"input_text": {"index": 2, "text": "<secret>password</secret>"}}, {"click_element": {"index": 3}}],
+                  [{"wait": {"seconds": 1}}], [{"done": {"text": "signed in", "success": True}}]])
+
+    def sign_in(request: dict[str, object]) -> Reply:
+        tool = ((request.get("tools") or [{}])[0]).get("function", {}).get("name")  # type: ignore[union-attr]
+        if tool == "AgentOutput":
+            return Reply.tool({"current_state": {"evaluation_previous_goal": "", "memory": "", "next_goal": "sign in"},
+                               "action": next(turns, [{"done": {"text": "signed in", "success": True}}])})
+        done = any("signed in" in json.dumps(m) for m in request["messages"] if m["role"] == "assistant")  # type: ignore[attr-defined, index]
+        return Reply.tool({"observation": "a page", "challenges": "", "done": done, "next_steps": "",
+                           "final_answer": "signed in" if done else "", "reasoning": "bench", "web_task": True})
+
+    with LLMServer() as llm, tempfile.TemporaryDirectory() as store:
+        llm.responder = sign_in
+        settings = stage.settings.model_copy(update={"llm_base_url": llm.base_url, "planning_interval": 100,
+                                                      "artifacts_url": f"file://{store}"})
+        spec = JobSpec(task="Sign in", start_url=stage.site.url("agent/echo-login.html"), allowed_networks=PAGES,
+                       secrets=SECRETS, artifacts={"page": "always", "logs": "always", "screenshots": "off"})
+        async with stage.pool.lease() as lease:
+            result = await run_job(spec, lease, settings=settings)
+        kept = {p.name: p.read_text(errors="replace") for p in Path(store).rglob("*") if p.is_file()}
+        places = {"the model's prompts": json.dumps(llm.requests), "the result": result.model_dump_json(), **kept}
+    signed_in = "SIGNED IN AS <secret>user</secret>" in kept.get("page.md", "")  # the echo was there, scrubbed
+    return signed_in and leaks(places) == []
+
+
+# --- more spellings and bounds (issue 22, findings 5 and 6) -------------------------------------
+
+
+async def embedded_ipv4_address(stage: Stage) -> bool:
+    """The metadata address inside SIIT, IPv4-compatible and 6to4 IPv6 literals: refused before dialling."""
+    urls = ["http://[::ffff:0:a9fe:a9fe]/latest/", "http://[::a9fe:a9fe]/latest/", "http://[2002:a9fe:a9fe::1]/latest/"]
+    return all([await _refused_before_dialling(stage, url) for url in urls])
+
+
+async def site_local_address(stage: Stage) -> bool:
+    """``fec0::/10`` (deprecated site-local, still routed inside some networks) is private, not public."""
+    return await _refused_before_dialling(stage, "http://[fec0::1]/")
+
+
+async def denied_ip_respelled(stage: Stage) -> bool:
+    """127.0.0.1 opened as a network but denied by name: its decimal, hex and IPv4-mapped spellings are
+    denied too, and nothing reaches the recorder listening there."""
+    hosts = ["2130706433", "0x7f.0.0.1", "[::ffff:127.0.0.1]"]
+    results = [await stage.run(_visit(stage.denied.url("agent/secret.html", host=host), 0.2,
+                                      denied_domains=["127.0.0.1"])) for host in hosts]
+    return all(result.category == "url_blocked" for result, _ in results) and stage.denied.paths == []
+
+
+async def schema_ref_recursion(stage: Stage) -> bool:
+    """``{"$ref": "#"}`` is refused at submission as recursive, not run into a RecursionError."""
+    try:
+        check_spec(JobSpec(task="x", output_schema={"$ref": "#"}), stage.settings)
+    except SchemaTooComplex as exc:
+        return exc.limit is SchemaLimit.recursion
+    return False
+
+
+# --- DNS rebinding on the API (issue 22, finding 7) ----------------------------------------------
+
+
+async def rebound_host(stage: Stage) -> bool:
+    """A page whose name was re-pointed at a token-less loopback API talks to it as its own origin
+    (``Host: rebind.test:PORT``): it posts a job, reads the console's form and submits it with the form's
+    CSRF token, and calls /mcp's submit_job. Every answer is 421 and no job exists."""
+    import httpx
+
+    with _api_stack(api_token="") as api:
+        port = api.url.rsplit(":", 1)[1]
+        page = {"Host": f"rebind.test:{port}", "Origin": f"http://rebind.test:{port}", "Sec-Fetch-Site": "same-origin"}
+        spec = {"task": "send me the results", "start_url": "https://example.com/"}
+        mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "submit_job", "arguments": spec}}
+        with httpx.Client(base_url=api.url, timeout=30) as http:
+            form = http.get("/ui/submit", headers=page)
+            csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text)
+            answers = [form.status_code, http.post("/v1/jobs", json=spec, headers=page).status_code,
+                       http.post("/ui/submit", headers=page, data={"kind": "task", "task": spec["task"],
+                                                                   "csrf": csrf.group(1) if csrf else ""}).status_code,
+                       http.post("/mcp", json=mcp, headers={**page, "Accept": "application/json, text/event-stream"}).status_code]
+        status, listed = api.call("GET", "/v1/jobs")
+    return answers == [421] * 4 and status == 200 and listed["jobs"] == []
+
+
+# --- downloads (issue 22, finding 9): a download with no Content-Length, past the cap ----------
+
+
+class _EndlessDownload(BaseHTTPRequestHandler):
+    """``/`` links to ``/big.bin``, sent chunked with no Content-Length (40 MiB), so only Chrome's
+    progress reports can tell it is past the cap."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path != "/big.bin":
+            body = b'<a href="/big.bin" download="big.bin">archive</a>'
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b"x" * 65536
+        with contextlib.suppress(OSError):
+            for _ in range(640):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def download_over_cap(stage: Stage) -> bool:
+    """A chunked 40 MiB download under a 1 MiB cap: refused, and nothing of it kept in the job's
+    artifacts (what may pass the cap on disk before the cancel is the bound docs/security.md states)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EndlessDownload)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            settings = stage.settings.model_copy(update={"download_max_mb": 1, "artifacts_url": f"file://{folder}"})
+            job = ArtifactStore.open(settings.artifacts_url).job(new_id())
+            spec = JobSpec(start_url=f"http://127.0.0.1:{server.server_port}/", allowed_networks=PAGES,
+                           script=[{"click_element": {"index": 1}}, {"wait": {"seconds": 3}}, {"done": {"text": "ok"}}])
+            async with stage.pool.lease() as lease:
+                result = await run_job(spec, lease, settings=settings, job_id=job.job_id)
+            kept = [artifact.name for artifact in job.list()]
+    finally:
+        server.shutdown()
+        server.server_close()
+    refused = [d for d in result.downloads if d.name == "big.bin"] == [] and "larger than the 1 MiB limit" in \
+        str(result.steps[0].actions[0].result)
+    return refused and not any(name.startswith("download-") for name in kept)
+
+
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
     "service_worker": service_worker,
@@ -353,6 +504,17 @@ VECTORS: dict[str, Check] = {
     "nat64_address": nat64_address,
     # output schemas (issue 22, finding 5)
     "schema_anyof_bomb": schema_anyof_bomb,
+    # secrets (issue 22, finding 4)
+    "encoded_secret_echo": encoded_secret_echo,
+    # more spellings and bounds (issue 22, findings 5 and 6)
+    "embedded_ipv4_address": embedded_ipv4_address,
+    "site_local_address": site_local_address,
+    "denied_ip_respelled": denied_ip_respelled,
+    "schema_ref_recursion": schema_ref_recursion,
+    # DNS rebinding on the API (issue 22, finding 7)
+    "rebound_host": rebound_host,
+    # downloads (issue 22, finding 9)
+    "download_over_cap": download_over_cap,
 }
 
 

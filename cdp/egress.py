@@ -91,12 +91,22 @@ class NetworkPolicy:
         kind = None if self.allow_private else closed_kind(address, self.allowed)
         if kind is None:
             return None
-        return f"address {address} is {kind}, a private network the job has not opened"
+        return closed_network(address, kind)
 
     @classmethod
     def build(cls, allow_private: bool, cidrs: Iterable[str]) -> NetworkPolicy:
         """From validated CIDR strings (settings, a job spec)."""
         return cls(allow_private, tuple(networks(cidrs)))
+
+
+def closed_network(address: IPAddress, kind: str) -> str:
+    """The one wording of a refused private address: the rule, and the flag, job field and setting
+    that open it (the smallest network: the address itself)."""
+    plain = unmapped(address)
+    single = f"{plain}/{plain.max_prefixlen}"
+    return (f"address {address} is {kind}, a private network the job has not opened; open it with "
+            f"--allow-network {single} (job field allowed_networks), or for every job with the operator's "
+            "BROWSERD_ALLOWED_NETWORKS")
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,7 @@ class Decision:
     port: int
     address: str | None
     refusal: str | None
+    unresolved: bool = False  # refused because the name has no address (DNS), not by a rule
 
     @property
     def allowed(self) -> bool:
@@ -165,6 +176,12 @@ class Gate:
     def unreported(self) -> list[Decision]:
         """Refused connections not yet reported (``new_refusals`` reports them)."""
         return list(self._unreported)
+
+    def refusal_for(self, url: str) -> Decision | None:
+        """The unreported refusal of the connection ``url`` opens (host and port), if the gate refused it:
+        why a navigation failed, where Chrome only says ``net::ERR_EMPTY_RESPONSE`` or a failed tunnel."""
+        where = _destination(url)
+        return next((d for d in self.unreported() if (d.host, d.port) == where), None)
 
     def new_refusals(self) -> list[Decision]:
         """Refused connections since the last call (the agent tells the model about them)."""
@@ -221,6 +238,16 @@ class Gate:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.proxy.forget(self)
+
+
+def _destination(url: str) -> tuple[str, int] | None:
+    """(host, port) a URL connects to, as the proxy names it in its decisions."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(parts.scheme)
+    except ValueError:
+        return None
+    return ((parts.hostname or "").lower(), port) if parts.hostname and port else None
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -326,6 +353,7 @@ class EgressProxy:
                 addresses = await self.resolve(host, port)
             except OSError as exc:
                 addresses, decision.refusal = [], f"cannot resolve {host}: {exc.strerror or exc}"
+                decision.unresolved = True
             for address in addresses:
                 refusal = ("it is browserd's egress proxy" if self._is_own_port(address, port)
                            else gate.rule.address_refusal(address))
@@ -334,7 +362,7 @@ class EgressProxy:
                     break
                 decision.refusal = decision.refusal or refusal
             if decision.address is None and decision.refusal is None:
-                decision.refusal = f"{host} has no address"
+                decision.refusal, decision.unresolved = f"cannot resolve {host}: it has no address", True
         if not decision.allowed:
             self.refused += 1
         gate.record(decision)

@@ -1,6 +1,6 @@
 """Configuration: one pydantic-settings ``Settings`` read from ``BROWSERD_*`` variables, and logging."""
 
-from config.logs import bind, note, setup_logging
+from config.logs import bind, note, scrub_with, setup_logging
 from config.settings import (
     DEFAULT_MAX_TOKENS,
     MODEL_PARAMS,
@@ -16,4 +16,4 @@ from config.settings import (
     settings_table,
 )
 
-__all__ = ["bind", "note", "setup_logging", "DEFAULT_MAX_TOKENS", "MODEL_PARAMS", "OutputMethod", "ROLES", "ReasoningEffort", "Role", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]
+__all__ = ["bind", "note", "scrub_with", "setup_logging", "DEFAULT_MAX_TOKENS", "MODEL_PARAMS", "OutputMethod", "ROLES", "ReasoningEffort", "Role", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]

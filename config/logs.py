@@ -3,6 +3,10 @@
 Code that knows the context binds it once (``with bind(job_id=..., step=3):``); every log line
 emitted inside, at any depth and across awaits, carries those fields. Context variables, not
 thread-locals, because one worker thread runs many jobs on one event loop.
+
+A job with secrets also binds its scrubber (``scrub_with``): every line emitted in its context,
+message, fields and traceback, is scrubbed of the secrets' echoes before it is written, whatever
+code logged it (a URL in an exception's text, a library's request line).
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _context: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("browserd_log_context", default={})
+_SCRUB = "_scrub"  # the context's key for its scrubber: not a field, never written
 
 
 @contextlib.contextmanager
@@ -35,14 +40,35 @@ def note(**fields: Any) -> None:
     _context.set({**_context.get(), **fields})
 
 
+def scrub_with(scrub: Callable[[str], str]) -> None:
+    """Scrub every log line emitted from here until the enclosing ``bind`` block ends with ``scrub``."""
+    note(**{_SCRUB: scrub})
+
+
 def current() -> dict[str, Any]:
-    return dict(_context.get())
+    return {k: v for k, v in _context.get().items() if k != _SCRUB}
 
 
 class _ContextFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        record.ctx = _context.get()
+        ctx = _context.get()
+        scrub = ctx.get(_SCRUB)
+        if scrub is None:
+            record.ctx = ctx
+            return True
+        record.ctx = {k: scrub(v) if isinstance(v, str) else v for k, v in ctx.items() if k != _SCRUB}
+        record.msg, record.args = scrub(record.getMessage()), None
+        if record.exc_info:
+            record.exc_text = scrub(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
         return True
+
+
+def _exception(formatter: logging.Formatter, record: logging.LogRecord) -> str:
+    """The record's traceback: as the filter scrubbed it, or formatted now."""
+    if record.exc_text:
+        return record.exc_text
+    return formatter.formatException(record.exc_info) if record.exc_info else ""
 
 
 class JsonFormatter(logging.Formatter):
@@ -54,8 +80,9 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
             **getattr(record, "ctx", {}),
         }
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
+        exc = _exception(self, record)
+        if exc:
+            entry["exc"] = exc
         return json.dumps(entry, default=str)
 
 
@@ -66,8 +93,9 @@ class TextFormatter(logging.Formatter):
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
         line = f"{stamp} {record.levelname:<7} {record.name}: {record.getMessage()}"
         line = f"{line} [{fields}]" if fields else line
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+        exc = _exception(self, record)
+        if exc:
+            line += "\n" + exc
         return line
 
 

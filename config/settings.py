@@ -23,8 +23,10 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from config.api_hosts import parse_hosts
 from config.hosts import normalise_entries
 from config.isolation import CHROME_USER
+from config.masking import MASK, mask_url
 from config.networks import parse_networks
 
 ENV_PREFIX = "BROWSERD_"
@@ -165,6 +167,14 @@ class Settings(BaseSettings):
         description="Let 'serve' listen on a non-loopback address without BROWSERD_API_TOKEN (anyone who can "
         "reach the port drives the API); logged as a warning at every start.",
     )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="More Host names the API answers (comma-separated host or host:port; a name without a port "
+        "matches any port), besides the address it binds (and localhost, 127.0.0.1, [::1] when that is loopback "
+        "or 0.0.0.0/::). Any other Host gets 421 (but /healthz, /readyz and /metrics): a page that points its DNS "
+        "name at the API (DNS rebinding) cannot drive it. Checked always without BROWSERD_API_TOKEN; with a "
+        "token, only when set.",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Origins whose pages may call the API from a browser (comma-separated, e.g. "
@@ -188,6 +198,11 @@ class Settings(BaseSettings):
     )
     metrics_port: int = Field(
         9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on; 0 picks a free port."
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address a worker serves its Prometheus metrics on. Loopback by default: "
+        "nothing else on the network can read them. The image, compose and Kubernetes set 0.0.0.0 so that "
+        "Prometheus and the kubelet's probe reach each worker's container."
     )
     worker_concurrency: int = Field(4, ge=1, description="Jobs one worker process runs at once on its event loop.")
     result_ttl: int = Field(7 * 24 * 3600, ge=1, description="Seconds finished job records and results are kept.")
@@ -360,7 +375,7 @@ class Settings(BaseSettings):
     )
 
     @field_validator("chrome_args", "cdp_urls", "allowed_domains", "denied_domains", "allowed_networks",
-                     "cors_origins", "webhook_allowed_networks", mode="before")
+                     "cors_origins", "webhook_allowed_networks", "allowed_hosts", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
@@ -393,6 +408,11 @@ class Settings(BaseSettings):
                 raise ValueError(f"{origin!r} is not an origin (scheme://host[:port], no path)")
         return value
 
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        return parse_hosts(value)
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
@@ -424,6 +444,15 @@ class Settings(BaseSettings):
         if not text:
             raise ValueError("give an fsspec URL such as file:///var/lib/browserd/artifacts or s3://bucket/prefix")
         return text.rstrip("/")
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str | None) -> str | None:
+        """``localhost:8000`` would be read as a URL of scheme ``localhost``: a configuration mistake,
+        told as one, not as an API that cannot be reached."""
+        if value is not None and not value.strip().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8000)")
+        return value
 
     @field_validator("redis_url")
     @classmethod
@@ -465,14 +494,19 @@ class Settings(BaseSettings):
         return getattr(self, f"{role}_max_tokens")
 
     def masked(self) -> dict[str, Any]:
-        """The effective settings as plain data, secrets replaced by asterisks."""
+        """The effective settings as plain data, secrets replaced by asterisks: the secret fields, and
+        the passwords and secret-looking query parameters inside URL values (``config.masking``)."""
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, SecretStr):
-                value = "********" if value.get_secret_value() else ""
+                value = MASK if value.get_secret_value() else ""
             elif value is not None and not isinstance(value, (str, int, float, bool, list)):
                 value = str(value)
+            if isinstance(value, str):
+                value = mask_url(value)
+            elif isinstance(value, list):
+                value = [mask_url(str(item)) for item in value]
             out[name] = value
         return out
 

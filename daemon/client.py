@@ -291,14 +291,16 @@ class SessionCalls:
 
 
 def _session_options(start_url: str | None, allowed_networks: list[str] | None, idle_timeout: float | None,
-                     viewport: Viewport | tuple[int, int] | None) -> dict[str, Any]:
+                     viewport: Viewport | tuple[int, int] | None, allowed_domains: list[str] | None = None,
+                     denied_domains: list[str] | None = None) -> dict[str, Any]:
     """The body of ``POST /v1/sessions``; a (width, height) pair is sent unchecked, as given, for the
     server to judge (422 naming the field)."""
     if isinstance(viewport, Viewport):
         size: dict[str, int] | None = viewport.model_dump()
     else:
         size = {"width": viewport[0], "height": viewport[1]} if viewport else None
-    return {"start_url": start_url, "allowed_networks": allowed_networks, "idle_timeout": idle_timeout,
+    return {"start_url": start_url, "allowed_networks": allowed_networks, "allowed_domains": allowed_domains,
+            "denied_domains": denied_domains, "idle_timeout": idle_timeout,
             "viewport": size}
 
 
@@ -573,11 +575,13 @@ class Client:
     # --- interactive sessions ----------------------------------------------------------------
 
     def open_session(self, start_url: str | None = None, *, allowed_networks: list[str] | None = None,
-                     idle_timeout: float | None = None,
-                     viewport: Viewport | tuple[int, int] | None = None) -> SessionRecord:
+                     idle_timeout: float | None = None, viewport: Viewport | tuple[int, int] | None = None,
+                     allowed_domains: list[str] | None = None, denied_domains: list[str] | None = None,
+                     ) -> SessionRecord:
         """Lease a browser context on a worker and open ``start_url`` in it; returns once it is open.
         ``viewport`` is the size of its tabs: a ``Viewport``, or (width, height)."""
-        return self._call(SessionCalls.open(_session_options(start_url, allowed_networks, idle_timeout, viewport)))
+        return self._call(SessionCalls.open(_session_options(start_url, allowed_networks, idle_timeout, viewport,
+                                                             allowed_domains, denied_domains)))
 
     def sessions(self) -> list[SessionRecord]:
         return self._call(SessionCalls.list()).sessions
@@ -809,10 +813,11 @@ class AsyncClient:
     # --- interactive sessions ----------------------------------------------------------------
 
     async def open_session(self, start_url: str | None = None, *, allowed_networks: list[str] | None = None,
-                           idle_timeout: float | None = None,
-                           viewport: Viewport | tuple[int, int] | None = None) -> SessionRecord:
+                           idle_timeout: float | None = None, viewport: Viewport | tuple[int, int] | None = None,
+                           allowed_domains: list[str] | None = None, denied_domains: list[str] | None = None,
+                           ) -> SessionRecord:
         return await self._call(SessionCalls.open(_session_options(start_url, allowed_networks, idle_timeout,
-                                                                   viewport)))
+                                                                   viewport, allowed_domains, denied_domains)))
 
     async def sessions(self) -> list[SessionRecord]:
         return (await self._call(SessionCalls.list())).sessions

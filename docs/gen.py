@@ -316,6 +316,9 @@ def cli_page() -> str:
     commands = _subcommands(parser)
     links = ", ".join(f"[`{name}`](#browserd-{name})" for name, _, _ in commands)
     out = [CLI_INTRO.format(notice=NOTICE, main_doc=_prose("\n\n".join(paragraphs)), commands=links)]
+    codes = importlib.import_module("daemon.cli.output").EXIT_CODES
+    out += ["## Exit codes", "", "Every command, one table (`daemon.cli.output.EXIT_CODES`):", "",
+            _table(["code", "meaning"], [[f"`{code}`", meaning] for code, meaning in codes.items()]), ""]
     out += ["## Global options", "", "```", _usage("browserd", parser), "```", ""]
     rows = [[_argument(a), _default(a), _help(a, "browserd")] for a in parser._actions
             if a.option_strings and not isinstance(a, argparse._HelpAction)]
@@ -333,7 +336,8 @@ CONFIGURATION_INTRO = """\
 {notice}
 
 Every setting is an environment variable (or a line in `.env` in the working directory).
-`browserd config` prints the effective values with secrets masked (`--json` as JSON,
+`browserd config` prints the effective values with secrets masked, passwords and secret-looking query
+parameters (`?password=`, `?api-key=`, `?token=`, ...) inside URLs too (`--json` as JSON,
 `--markdown` prints this table); a bad value stops browserd at start with the variable's name and
 what is allowed. Which settings every host of a deployment must share is in
 [Operations](../operations.md#running-workers-on-several-hosts).

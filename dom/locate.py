@@ -7,18 +7,22 @@ adds the content-box origin of each iframe above it.
 
 An element that is still moving (an accordion panel opening while the one above it closes, a
 sliding menu) is clicked where it comes to rest, as Playwright's "stable" check does: its box is
-read until two reads ``STABLE_GAP`` apart agree, for at most ``STABLE_WAIT``. The wait is on our
-side, not a page ``requestAnimationFrame``, which a hostile page can replace.
+read until two reads agree, for at most ``STABLE_WAIT``. Two reads are at least ``STABLE_GAP``
+apart *and* the page has rendered two frames between them: a transition moves only when a frame
+is produced, so on a starved host (no frame within the gap) two reads of a moving element agreed
+and it was clicked mid-way. The frames are awaited in an isolated world, whose
+``requestAnimationFrame`` a hostile page cannot replace, for at most ``FRAME_WAIT``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
 
-from cdp import CDPError, CDPSession, Page
+from cdp import CDPError, CDPSession, CDPTimeout, Page
 from dom.model import Element
 
 log = logging.getLogger("browserd.dom")
@@ -37,6 +41,9 @@ class Point:
 STABLE_GAP = 0.04  # seconds between two reads of a box: more than two animation frames
 STABLE_WAIT = 1.0  # seconds an element may keep moving before it is clicked where it is
 STABLE_TOLERANCE = 0.5  # CSS pixels two reads may differ by and still agree
+FRAME_WAIT = 0.5  # seconds we wait for two rendered frames between two reads, at most
+FRAMES_WORLD = "browserd-frames"  # the isolated world the frame wait runs in
+_TWO_FRAMES = "new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))"
 
 
 def _bbox(quad: Quad) -> Box:
@@ -76,12 +83,32 @@ def _agree(a: Box, b: Box) -> bool:
     return all(abs(p - q) <= STABLE_TOLERANCE for p, q in zip(a, b))
 
 
-async def _resting_box(element: Element) -> Box | None:
-    """The box once two reads ``STABLE_GAP`` apart agree (or ``STABLE_WAIT`` has passed)."""
+async def _frames_world(page: Page) -> int | None:
+    """The execution context of our isolated world in the page's main frame (None if it cannot be made)."""
+    try:
+        world = await page.session.send("Page.createIsolatedWorld",
+                                        {"frameId": page.main_frame_id, "worldName": FRAMES_WORLD}, timeout=FRAME_WAIT)
+    except (CDPError, CDPTimeout):
+        return None
+    return int(world["executionContextId"])
+
+
+async def _two_frames(page: Page, world: int | None) -> None:
+    """Until the page has rendered two frames, or ``FRAME_WAIT`` has passed."""
+    if world is None:
+        return
+    with contextlib.suppress(CDPError, CDPTimeout):
+        await page.session.send("Runtime.evaluate", {"expression": _TWO_FRAMES, "contextId": world,
+                                                     "awaitPromise": True}, timeout=FRAME_WAIT)
+
+
+async def _resting_box(page: Page, element: Element) -> Box | None:
+    """The box once two reads agree across ``STABLE_GAP`` and two frames (or ``STABLE_WAIT`` has passed)."""
     box = await _box(element)
     deadline = time.monotonic() + STABLE_WAIT
+    world = await _frames_world(page) if box is not None else None
     while box is not None and time.monotonic() < deadline:
-        await asyncio.sleep(STABLE_GAP)
+        await asyncio.gather(asyncio.sleep(STABLE_GAP), _two_frames(page, world))
         again = await _box(element)
         if again is None or _agree(box, again):
             return again
@@ -95,7 +122,7 @@ async def locate(page: Page, element: Element) -> Point | None:
         for owner in reversed(element.frame_path):  # innermost iframe first in the path
             await _scroll_into_view(owner.session, owner.backend_node_id)
         await _scroll_into_view(element.session, element.backend_node_id)
-        box = await _resting_box(element)
+        box = await _resting_box(page, element)
         if box is None:
             return None
         metrics = await page.session.send("Page.getLayoutMetrics")

@@ -18,7 +18,7 @@ log = logging.getLogger("browserd.worker")
 
 
 def serve_metrics(settings: Settings, node: str) -> Any | None:
-    """Serve this process's metrics on BROWSERD_METRICS_PORT (0: any free port), named by its Celery
+    """Serve this process's metrics on BROWSERD_METRICS_HOST:BROWSERD_METRICS_PORT (0: any free port), named by its Celery
     ``node`` (``browserd_worker_info{worker}``); None if it cannot bind.
 
     A port already taken (two workers on one host with the same setting) costs the metrics of
@@ -26,10 +26,10 @@ def serve_metrics(settings: Settings, node: str) -> Any | None:
     and in the worker's heartbeat record (``metrics_port``).
     """
     try:
-        return start_worker_metrics_server(settings.metrics_port, node=node)
+        return start_worker_metrics_server(settings.metrics_port, settings.metrics_host, node=node)
     except OSError as exc:
-        log.warning("worker metrics not served: port %s: %s (set BROWSERD_METRICS_PORT per worker, or 0)",
-                    settings.metrics_port, exc)
+        log.warning("worker metrics not served: %s port %s: %s (set BROWSERD_METRICS_PORT per worker, or 0)",
+                    settings.metrics_host, settings.metrics_port, exc)
         return None
 
 

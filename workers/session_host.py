@@ -64,8 +64,7 @@ class SessionHost:
 
     async def _in_lease(self, record: SessionRecord) -> str:
         async with self.pool.lease(LEASE_TIMEOUT) as lease:
-            session = await SessionBrowser.open(lease, self.agent, session_id=self.session_id,
-                                                allowed_networks=record.allowed_networks, viewport=record.viewport)
+            session = await SessionBrowser.open(lease, self.agent, session_id=self.session_id, access=record)
             opened = SessionReply(result="the session is open", url="about:blank")
             if record.start_url:
                 opened = await session.run("navigate", {"url": record.start_url})

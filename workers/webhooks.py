@@ -55,6 +55,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from config import get_settings
+from config.masking import mask_url
 from config.networks import IPAddress, IPNetwork
 from workers.jobs.metrics import observe_webhook
 from workers.jobs.queue.app import app
@@ -236,17 +237,18 @@ def _post(self: Task, url: str, event: str, payload: dict[str, Any], delivery_id
         log.warning("webhook %s (%s) failed (attempt %d): %s", event, delivery_id, attempt, exc)
         raise
     seconds = time.monotonic() - started
+    shown = mask_url(url)  # a receiver URL may carry its own token (?token=, ?sig=): never in a log
     if status >= 500 or status in RETRYABLE:
         observe_webhook(failed, seconds)
-        log.warning("webhook %s (%s) to %s: HTTP %d (attempt %d)", event, delivery_id, url, status, attempt)
-        raise WebhookFailed(f"{url} answered HTTP {status}")
+        log.warning("webhook %s (%s) to %s: HTTP %d (attempt %d)", event, delivery_id, shown, status, attempt)
+        raise WebhookFailed(f"{shown} answered HTTP {status}")
     if 300 <= status < 400:
         observe_webhook("refused", seconds)
         log.error("webhook %s (%s) to %s answered a redirect (HTTP %d); redirects are not followed, not retried",
-                  event, delivery_id, url, status)
+                  event, delivery_id, shown, status)
     elif status >= 400:
         observe_webhook("refused", seconds)
-        log.error("webhook %s (%s) to %s refused with HTTP %d; not retried", event, delivery_id, url, status)
+        log.error("webhook %s (%s) to %s refused with HTTP %d; not retried", event, delivery_id, shown, status)
     else:
         observe_webhook("delivered", seconds)
     return status

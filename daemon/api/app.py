@@ -1,6 +1,6 @@
 """The HTTP API (``browserd serve``): jobs, batches, schedules, sessions, health checks and ``/metrics``.
 
-Every ``/v1`` route needs ``Authorization: Bearer $BROWSERD_API_TOKEN`` when a token is set;
+Every request's ``Host`` must be one the API answers (``config.api_hosts``; 421 otherwise). Every ``/v1`` route needs ``Authorization: Bearer $BROWSERD_API_TOKEN`` when a token is set;
 ``/healthz``, ``/readyz`` and ``/metrics`` never do. ``/v1`` POSTs take JSON bodies only
 (``content_types``: no cross-site form can post), and CORS is off unless
 ``BROWSERD_CORS_ORIGINS`` lists origins. The OpenAPI schema is at ``/openapi.json``
@@ -29,9 +29,11 @@ import daemon.api.sessions as sessions
 import daemon.console as console
 import daemon.mcp.http as mcp_http
 from config import Settings, get_settings
+from config.api_hosts import AllowedHosts
 from config.isolation import IsolationLayer
 from daemon.api.content_types import RequireJsonBodies
 from daemon.api.deps import Store
+from daemon.api.hosts import HostGuard
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.limits import BodyLimit
 from daemon.api.request_metrics import RequestMetrics
@@ -120,4 +122,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mcp = mcp_http.mount(app, settings)  # MCP over streamable HTTP at /mcp, same token
     # outside bearer auth, like the health checks
     app.add_route("/metrics", MetricsApp.from_url(settings.redis_url or ""), include_in_schema=False)
+    # outermost: a rebound name (DNS rebinding) is refused before any route, the console or /mcp sees it
+    app.add_middleware(HostGuard, allowed=AllowedHosts.from_settings(settings))
     return app

@@ -10,8 +10,11 @@ HTTP status codes exist here only: the job kernel raises typed errors (``SpecErr
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -111,6 +114,15 @@ async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     ref = uuid.uuid4().hex[:12]
     log.error("unhandled error (ref %s)", ref, exc_info=exc)
     return _json(500, ErrorBody(error="internal", message=f"internal error (ref {ref}); the server log has details"))
+
+
+async def send_error(send: Callable[[dict[str, Any]], Awaitable[None]], error: ApiError) -> None:
+    """Answer ``error`` from ASGI middleware (before the app and its handlers run), closing the connection."""
+    body = json.dumps({"error": error.code, "message": error.message}).encode()
+    await send({"type": "http.response.start", "status": error.status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def install(app: FastAPI) -> None:

@@ -8,25 +8,12 @@ operator means it (then it says so, loudly, at every start).
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 
 from config import ConfigError, Settings
+from config.api_hosts import is_loopback
 
 log = logging.getLogger("browserd.api")
-
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and the localhost names; a wildcard or any other name is not."""
-    name = host.strip().strip("[]").lower()
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 class ExposedWithoutToken(ConfigError):
@@ -39,7 +26,8 @@ def check_exposure(host: str, settings: Settings) -> None:
         return
     if settings.api_insecure:
         log.warning("SECURITY: the API listens on %s with NO TOKEN (BROWSERD_API_INSECURE=1): anyone who can "
-                    "reach this port can submit jobs, read results and cancel work", host)
+                    "reach this port can submit jobs, read results and cancel work; it answers only the Host names "
+                    "BROWSERD_ALLOWED_HOSTS lists (and loopback ones)", host)
         return
     raise ExposedWithoutToken(
         f"refusing to serve the API on {host} without a token: set BROWSERD_API_TOKEN (a long random string), "

@@ -7,11 +7,10 @@ never holds more than the limit of any request in memory, and nothing is parsed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from daemon.api.errors import ApiError
+from daemon.api.errors import ApiError, send_error
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -38,7 +37,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _refuse(send, too_large(self.limit))
+            await send_error(send, too_large(self.limit))
             return
         seen = 0
 
@@ -53,10 +52,3 @@ class BodyLimit:
 
         await self.app(scope, counted, send)
 
-
-async def _refuse(send: Send, error: ApiError) -> None:
-    body = json.dumps({"error": error.code, "message": error.message}).encode()
-    await send({"type": "http.response.start", "status": error.status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})

@@ -1,7 +1,8 @@
 """The ``browserd`` command. Each subcommand lives in its own module under ``daemon/cli/commands``.
 
-Exit codes: 0 done (a job: succeeded), 1 a job failed or was cancelled or the API refused the
-request, 2 bad arguments or configuration, 3 the API could not be reached, 130 interrupted.
+Exit codes are one table for every command (``daemon.cli.output.EXIT_CODES``, below): a mistake
+on the command line or in the configuration is 2 before anything is sent, an API that cannot be
+reached 3, whatever the command.
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from importlib.metadata import PackageNotFoundError, version
 
 from config import ConfigError, get_settings
 from daemon.cli.commands import COMMANDS
-from daemon.cli.output import EXIT_USAGE
+from daemon.cli.output import EXIT_CODES, EXIT_DONE, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="browserd", description="Run LLM browser agents at scale on pooled headless Chromium."
+        prog="browserd", description="Run LLM browser agents at scale on pooled headless Chromium.",
+        epilog="exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()),
     )
     parser.add_argument("--version", action="version", version=f"browserd {_version()}")
     parser.add_argument("--api-url", help="the API to talk to (default: BROWSERD_API_URL)")
@@ -55,13 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parser = parser  # for commands that describe the command line itself (completion)
         _apply_connection_flags(args)
         return int(args.handler(args) or 0)
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:
         print(f"browserd: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # output piped into head & co.
-        return 0
+        return EXIT_DONE
 
 
 if __name__ == "__main__":

@@ -6,16 +6,45 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from daemon.client import ApiUnreachable, Client, RequestRefused
 from workers.jobs.model.record import EventType
 from workers.jobs.model.status import FINAL_STATES, JobStatus
 
-EXIT_FAILED = 1  # the job failed or was cancelled, or the API refused the request
-EXIT_USAGE = 2  # bad arguments or configuration
+# Every command's exit codes: one table (docs/reference/cli.md shows it, tests/cli/test_exit_codes.py
+# checks it command by command).
+EXIT_DONE = 0  # done: the job (or batch) succeeded, the listing or change was made
+EXIT_FAILED = 1  # the job failed or was cancelled, or the API refused the request (what it named is wrong)
+EXIT_USAGE = 2  # bad arguments, an unreadable file given on the command line, or bad configuration
 EXIT_UNREACHABLE = 3  # the API could not be reached: nothing is known about the job
 EXIT_UNFINISHED = 4  # `status` of a job still queued or running
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_CODES = {EXIT_DONE: "done", EXIT_FAILED: "a job failed or was cancelled, or the API refused the request",
+              EXIT_USAGE: "bad arguments or configuration (nothing was sent)",
+              EXIT_UNREACHABLE: "the API could not be reached", EXIT_UNFINISHED: "status: the job is not finished",
+              EXIT_INTERRUPTED: "interrupted (Ctrl-C)"}
+
+
+class UsageError(Exception):
+    """A flag or argument the command cannot use, told before anything is sent (exit 2); the
+    message names the flag."""
+
+
+def json_argument(flag: str, value: str) -> Any:
+    """A flag that takes JSON or the path of a JSON file (``--output-schema schema.json`` or
+    ``--output-schema '{"type": "object"}'``)."""
+    text = value
+    if not value.lstrip().startswith(("{", "[")):
+        try:
+            text = Path(value).read_text()
+        except OSError as exc:
+            raise UsageError(f"{flag}: {value!r} is neither JSON nor a readable file ({exc.strerror or exc})") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: not valid JSON: {exc}") from None
 
 
 def client() -> Client:

@@ -21,6 +21,7 @@ from workers.jobs.batches.models import BatchState
 BAR_WIDTH = 28
 PLAIN_EVERY = 5.0  # seconds between lines when stderr is not a terminal
 WORKERS_EVERY = 5.0  # seconds between checks that a worker is alive
+NO_WORKER = "no worker is alive: start one with 'browserd worker'"
 
 
 def _duration(seconds: float) -> str:
@@ -109,7 +110,7 @@ def follow_batch(read: Callable[[], Any], *, interval: float = 0.5, out: TextIO 
             finished = BatchState(record["state"]) is BatchState.completed
             if workers is not None and not finished and time.monotonic() - checked >= WORKERS_EVERY:
                 checked = time.monotonic()
-                bar.warn("" if workers() else "no worker is alive: start one with 'browserd worker'")
+                bar.warn("" if workers() else NO_WORKER)
             bar.update(record, final=finished)
             if finished:
                 return batch

@@ -3,6 +3,7 @@ browser) and ``Actor`` (a signed-in browser making a same-origin POST with its C
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import parse_qs, urlencode
@@ -17,6 +18,7 @@ from daemon.console.auth import (
     CSRF_HEADER,
     SESSION_SECONDS,
     Gate,
+    SessionCookie,
     safe_next,
     same_origin,
 )
@@ -57,10 +59,18 @@ async def viewer(request: Request) -> Session:
             raise ConsoleRedirect(f"{COOKIE_PATH}/login?" + urlencode({"next": clean, "failed": "1"}))
         raise ConsoleRedirect(clean, cookie=None if gate.open else gate.new_session())
     cookie = request.cookies.get(COOKIE)
-    if not gate.session_ok(cookie):
+    if not gate.open and not await _signed_in(request, gate.session_of(cookie)):
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise ConsoleRedirect(f"{COOKIE_PATH}/login?" + urlencode({"next": target}))
     return Session(cookie, gate.csrf_for(cookie))
+
+
+async def _signed_in(request: Request, session: SessionCookie | None) -> bool:
+    """A valid cookie whose session has not signed out."""
+    if session is None:
+        return False
+    store = request.app.state.store
+    return not await store.redis.exists(store.keys.console_logout(session.session_id))
 
 
 async def form_fields(request: Request) -> dict[str, list[str]]:
@@ -119,7 +129,14 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout")
-async def logout(request: Request, _: Actor) -> Response:
+async def logout(request: Request, session: Actor) -> Response:
+    """Sign out: the browser drops its cookie, and the session is recorded as signed out until the cookie
+    would have expired, so a copy of the cookie (kept by another tab, a proxy log, malware) stops working too."""
+    signed = gate_of(request).session_of(session.cookie)
+    if signed is not None:
+        store = request.app.state.store
+        remaining = max(1, signed.expires - int(time.time()) + 1)
+        await store.redis.set(store.keys.console_logout(signed.session_id), "1", ex=remaining)
     response = RedirectResponse(f"{COOKIE_PATH}/login", status_code=303)
     response.delete_cookie(COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")
     return response

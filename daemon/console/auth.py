@@ -1,9 +1,10 @@
 """Who may use the console, and proof that a state-changing request comes from the console itself.
 
 The console takes the API's bearer token (``BROWSERD_API_TOKEN``) once, from its login form or a
-``?token=`` link, and answers with a session cookie: ``<expiry>.<HMAC(token, expiry)>``, HttpOnly,
-SameSite=Strict, scoped to ``/ui``. The cookie never holds the token, expires on its own, and stops
-working the moment the token changes. The token is never put back into a URL: a ``?token=`` link is
+``?token=`` link, and answers with a session cookie: ``<expiry>.<session id>.<HMAC(token, expiry, id)>``,
+HttpOnly, SameSite=Strict, scoped to ``/ui``. The cookie never holds the token, expires on its own,
+stops working the moment the token changes, and stops working when its session signs out (the id
+is then recorded in Redis until the cookie would have expired: ``access.logout``). The token is never put back into a URL: a ``?token=`` link is
 answered with a redirect to the same page without it.
 
 Every POST must carry a CSRF token (a hidden form field, or the ``X-CSRF-Token`` header htmx sends)
@@ -40,6 +41,14 @@ def _sign(key: bytes, message: str) -> str:
 
 
 @dataclass(frozen=True)
+class SessionCookie:
+    """A signed-in browser's session: its id (what signing out revokes) and when its cookie expires."""
+
+    session_id: str
+    expires: int
+
+
+@dataclass(frozen=True)
 class Gate:
     """The console's sessions and CSRF tokens for one API token (or none: the console is open)."""
 
@@ -65,15 +74,22 @@ class Gate:
 
     def new_session(self, now: float | None = None) -> str:
         expires = int((now or time.time()) + SESSION_SECONDS)
-        return f"{expires}.{_sign(self._key, f'session:{expires}')}"
+        session_id = secrets.token_hex(16)
+        return f"{expires}.{session_id}.{_sign(self._key, f'session:{expires}:{session_id}')}"
+
+    def session_of(self, cookie: str | None, now: float | None = None) -> SessionCookie | None:
+        """The cookie's session when its signature holds and it has not expired (revocation is checked
+        by the caller, in Redis)."""
+        expires, _, rest = (cookie or "").partition(".")
+        session_id, _, signature = rest.partition(".")
+        if not expires.isdigit() or int(expires) < (now or time.time()) or not session_id:
+            return None
+        if not hmac.compare_digest(signature, _sign(self._key, f"session:{expires}:{session_id}")):
+            return None
+        return SessionCookie(session_id, int(expires))
 
     def session_ok(self, cookie: str | None, now: float | None = None) -> bool:
-        if self.open:
-            return True
-        expires, _, signature = (cookie or "").partition(".")
-        if not expires.isdigit() or int(expires) < (now or time.time()):
-            return False
-        return hmac.compare_digest(signature, _sign(self._key, f"session:{expires}"))
+        return self.open or self.session_of(cookie, now) is not None
 
     def csrf_for(self, cookie: str | None) -> str:
         return _sign(self._key, f"csrf:{cookie or ''}")

@@ -1,38 +1,19 @@
-"""Settings as the console shows them: secrets masked, and passwords inside URLs too.
-
-``Settings.masked()`` hides the secret fields; a Redis or LLM URL may still carry a password
-(``redis://:pw@host``), so the user-info part of every URL value is masked as well.
-"""
+"""Settings as the console shows them: ``Settings.masked()`` (secret fields, and the passwords and
+secret query parameters inside URLs: ``config.masking``), lists joined for the page."""
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from config import Settings
+from config.masking import mask_url
 
-MASK = "********"
-
-
-def mask_url(value: str) -> str:
-    """``redis://user:pw@host/0`` -> ``redis://user:********@host/0``; other text as is."""
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return value
-    if not parts.scheme or "@" not in parts.netloc:
-        return value
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user, sep, _ = userinfo.partition(":")
-    shown = f"{user}:{MASK}" if sep else MASK
-    return urlunsplit(parts._replace(netloc=f"{shown}@{host}"))
+__all__ = ["mask_url", "masked_settings"]
 
 
 def _shown(value: Any) -> Any:
-    if isinstance(value, str):
-        return mask_url(value)
     if isinstance(value, list):
-        return ",".join(mask_url(str(v)) for v in value)
+        return ",".join(str(v) for v in value)
     return "" if value is None else value
 
 

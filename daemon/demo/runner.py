@@ -15,6 +15,7 @@ import urllib.request
 from typing import Any, TextIO
 
 from config import Settings
+from config.masking import mask_url
 from daemon.client import Client
 from daemon.cli.progress import follow_batch
 from daemon.demo.jobs import agent_jobs, script_jobs
@@ -65,7 +66,7 @@ def run_demo(settings: Settings, out: TextIO = sys.stdout) -> int:
 def _run(settings: Settings, services: Services, out: TextIO) -> int:
     redis_url = settings.redis_url
     if redis_url:
-        print(f"using Redis at {redis_url} (BROWSERD_REDIS_URL)", file=sys.stderr)
+        print(f"using Redis at {mask_url(redis_url)} (BROWSERD_REDIS_URL)", file=sys.stderr)
     else:
         redis_url = services.redis()
         print(f"started an embedded redis-server at {redis_url}", file=sys.stderr)

@@ -6,6 +6,10 @@ parameter, and calls it with them as keywords. A tool with many arguments (``run
 ``Model`` instead: the SDK is shown the model's fields as the parameters (so the schema, and what
 clients send, are exactly the fields, flat, as before), and the tool gets them validated as one
 object. A tool that reports progress takes the request's ``Context`` too, as its second argument.
+
+``StrictServer`` refuses a call that names an argument its tool does not take: the SDK would drop
+it silently, and a caller's ``allowed_network`` (for ``allowed_networks``) or ``max_step`` would
+just not apply, with nothing said.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
@@ -45,3 +50,20 @@ def flat(model: type[M]) -> Callable[[Callable[..., Awaitable[Any]]], Callable[.
         return run
 
     return wrap
+
+
+class StrictServer(MCPServer):
+    """An ``MCPServer`` whose tools refuse arguments they do not take, naming them and the ones they do."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        schema = next((tool.input_schema for tool in await self.list_tools() if tool.name == name), None)
+        known = set((schema or {}).get("properties") or {})
+        unknown = sorted(set(arguments) - known) if schema is not None else []
+        if unknown:
+            names = ", ".join(repr(n) for n in unknown)
+            raise ToolError(f"Error executing tool {name}: unknown argument{'s' if len(unknown) > 1 else ''} {names}; "
+                            f"{name} takes {', '.join(sorted(known)) or 'no arguments'}")
+        return await super().call_tool(name, arguments, context)
+
+
+__all__ = ["StrictServer", "flat"]

@@ -34,8 +34,9 @@ class Api:
         return cls(AsyncClient(base_url, token or "", timeout))
 
     @classmethod
-    def in_process(cls, app: Any, token: str | None, timeout: float = 30.0) -> Api:
-        return cls(AsyncClient("http://browserd.internal", token or "", timeout,
+    def in_process(cls, app: Any, token: str | None, timeout: float = 30.0, host: str = "127.0.0.1") -> Api:
+        """Calls to ``app`` itself, as ``host`` (a Host header the API answers: its DNS-rebinding guard)."""
+        return cls(AsyncClient(f"http://{host}", token or "", timeout,
                                transport=httpx.ASGITransport(app=app)))
 
     async def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
@@ -69,9 +70,11 @@ class Api:
     # --- interactive sessions ----------------------------------------------------------------
 
     async def open_session(self, start_url: str | None, allowed_networks: list[str] | None,
-                           idle_timeout: float | None, viewport: Viewport | None) -> dict[str, Any]:
-        return _plain(await self.client.open_session(start_url, allowed_networks=allowed_networks,
-                                                     idle_timeout=idle_timeout, viewport=viewport))
+                           idle_timeout: float | None, viewport: Viewport | None, allowed_domains: list[str] | None,
+                           denied_domains: list[str] | None) -> dict[str, Any]:
+        return _plain(await self.client.open_session(
+            start_url, allowed_networks=allowed_networks, idle_timeout=idle_timeout, viewport=viewport,
+            allowed_domains=allowed_domains, denied_domains=denied_domains))
 
     async def sessions(self) -> list[dict[str, Any]]:
         return _plain(await self.client.sessions())

@@ -11,10 +11,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from config import Settings
+from config.api_hosts import AllowedHosts
 from daemon.mcp.backend import Api
 from daemon.mcp.server import build_server
 
@@ -41,15 +43,25 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
+def transport_security(hosts: AllowedHosts) -> TransportSecuritySettings:
+    """The SDK's own Host and Origin check, from the API's list (the API's guard already refused any other
+    Host; this adds the SDK's Origin check, with the same names)."""
+    patterns = hosts.patterns()
+    origins = [f"{scheme}://{pattern}" for pattern in patterns for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=hosts.enforced, allowed_hosts=patterns,
+                                     allowed_origins=origins)
+
+
 class McpEndpoint:
     """The ``/mcp`` route and the session manager the API's lifespan must run."""
 
     def __init__(self, app: Any, settings: Settings) -> None:
         token = settings.api_token.get_secret_value() if settings.api_token else None
-        self.api = Api.in_process(app, token, timeout=60.0)
+        hosts = AllowedHosts.from_settings(settings)
+        self.api = Api.in_process(app, token, timeout=60.0, host=hosts.own)
         self.server = build_server(self.api)
         self.asgi = self.server.streamable_http_app(streamable_http_path=PATH, stateless_http=True,
-                                                    host=settings.api_host)
+                                                    transport_security=transport_security(hosts))
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

@@ -14,12 +14,12 @@ import asyncio
 import time
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 import daemon.mcp.sessions as sessions
-from daemon.mcp.arguments import flat
+from daemon.mcp.arguments import StrictServer, flat
 from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
 from workers.jobs.batches.models import BatchState
@@ -45,12 +45,17 @@ MaxSteps = Annotated[int | None, Field(description="Agent steps before the job f
 Timeout = Annotated[float | None, Field(description="Wall-clock limit of the job, in seconds.", gt=0)]
 Labels = Annotated[dict[str, str] | None, Field(description="Key/value tags, for filtering with list_jobs.")]
 Domains = Annotated[list[str] | None, Field(description="Only these domains (and their subdomains) may be visited.")]
+Denied = Annotated[list[str] | None, Field(description="These domains (and their subdomains) are never visited.")]
+Networks = Annotated[list[str] | None, Field(description=(
+    "Private networks the job may reach (CIDRs, e.g. '127.0.0.1/32', '10.1.0.0/16'); closed unless opened here "
+    "or by the server."))]
 
 
 Priority = Literal["high", "normal", "low"] | None
 WaitSeconds = Annotated[float, Field(gt=0, le=86_400, description=(
     "Stop waiting after this long (the job goes on; follow it with get_job)."))]
-SPEC_FIELDS = ("task", "script", "start_url", "output_schema", "timeout", "labels", "allowed_domains", "priority")
+SPEC_FIELDS = ("task", "script", "start_url", "output_schema", "timeout", "labels", "allowed_domains", "denied_domains",
+               "allowed_networks", "priority")
 """The tools' arguments that are ``JobSpec`` fields as they are (``max_steps`` goes in its options)."""
 
 
@@ -64,6 +69,8 @@ class RunTaskArgs(BaseModel):
     timeout: Timeout = None
     labels: Labels = None
     allowed_domains: Domains = None
+    denied_domains: Denied = None
+    allowed_networks: Networks = None
     wait_seconds: WaitSeconds = DEFAULT_WAIT
 
 
@@ -80,6 +87,8 @@ class SubmitJobArgs(BaseModel):
     timeout: Timeout = None
     labels: Labels = None
     allowed_domains: Domains = None
+    denied_domains: Denied = None
+    allowed_networks: Networks = None
     priority: Priority = None
 
 
@@ -125,8 +134,8 @@ def _completed(batch: dict[str, Any]) -> bool:
     return BatchState(batch["state"]) is BatchState.completed
 
 
-def build_server(api: Api) -> MCPServer:
-    server = MCPServer("browserd", instructions=INSTRUCTIONS + sessions.INSTRUCTIONS, version="0.1.0")
+def build_server(api: Api) -> StrictServer:
+    server = StrictServer("browserd", instructions=INSTRUCTIONS + sessions.INSTRUCTIONS, version="0.1.0")
 
     @server.tool(annotations=ToolAnnotations(title="Run a browser task", openWorldHint=True))
     @flat(RunTaskArgs)

@@ -40,9 +40,14 @@ def register(server: MCPServer, api: Api) -> None:
         idle_timeout: Annotated[float | None, Field(gt=0, description=(
             "Seconds without a command before the session closes itself (at most the server's limit)."))] = None,
         viewport: Annotated[Viewport | None, Field(description="Size of the session's tabs in CSS pixels.")] = None,
+        allowed_domains: Annotated[list[str] | None, Field(description=(
+            "Only these domains (and their subdomains) may be visited."))] = None,
+        denied_domains: Annotated[list[str] | None, Field(description=(
+            "These domains (and their subdomains) are never visited."))] = None,
     ) -> dict[str, Any]:
         """Lease a fresh browser context on a worker and open start_url; returns the session (its id)."""
-        return await api_call(api.open_session(start_url, allowed_networks, idle_timeout, viewport))
+        return await api_call(api.open_session(start_url, allowed_networks, idle_timeout, viewport, allowed_domains,
+                                               denied_domains))
 
     @server.tool(annotations=ToolAnnotations(title="Navigate", openWorldHint=True))
     async def navigate(session_id: SessionId,

@@ -183,7 +183,9 @@ async def test_a_link_to_a_denied_domain_ends_the_job(pool, site, denied_site, l
     result, _, _ = await run(pool, settings, task="read the secret", denied_domains=["localhost"],
                              start_url=site.url(f"agent/firewall.html?fetch=1&target={target}"))
     assert (result.status, result.category) == (JobStatus.failed, FailureCategory.url_blocked)
-    assert result.error == f"blocked: domain not allowed: {denied_site.url('agent/secret.html')}"
+    assert result.error == (f"blocked: {denied_site.url('agent/secret.html')}: domain not allowed: localhost is on "
+                            "the job's denied_domains (localhost); open it by dropping --deny localhost (job field "
+                            "denied_domains)")
     assert result.steps[0].actions[0].error == result.error
     assert denied_site.paths == []
 

@@ -19,10 +19,14 @@ from workers.jobs.model.status import FailureCategory, JobStatus
     ("data:text/html,<b>x</b>", "scheme data: is never allowed"),
     ("view-source:http://example.com", "scheme view-source: is never allowed"),
     ("ftp://example.com/", "scheme ftp: is not allowed"),
-    ("https://evil.test/x", "domain not allowed"),
-    ("https://api.evil.test/x", "domain not allowed"),
-    ("https://shop.example.com:8443/cart", "domain not allowed"),
-    ("https://other.org/", "domain not allowed"),
+    ("https://evil.test/x", "domain not allowed: evil.test is on the job's denied_domains (evil.test); open it by "
+     "dropping --deny evil.test (job field denied_domains)"),
+    ("https://api.evil.test/x", "domain not allowed: api.evil.test is on the job's denied_domains (evil.test); open "
+     "it by dropping --deny evil.test (job field denied_domains)"),
+    ("https://shop.example.com:8443/cart", "domain not allowed: shop.example.com is on the operator's "
+     "BROWSERD_DENIED_DOMAINS (example.com:8443); no job can open it"),
+    ("https://other.org/", "domain not allowed: other.org is not on the job's allowed_domains; open it with "
+     "--allow other.org (job field allowed_domains)"),
     ("about:blank", None),
     ("https://example.com/a", None),
     ("https://www.example.com/a", None),
@@ -37,8 +41,12 @@ def test_policy(url, reason):
 def test_job_and_global_allow_lists_must_both_pass():
     policy = UrlPolicy.build(job_allowed=["a.example.com"], global_allowed=["example.com"])
     assert policy.refusal("https://a.example.com/") is None
-    assert policy.refusal("https://b.example.com/") == "domain not allowed"
-    assert UrlPolicy.build(global_allowed=["example.com"]).refusal("https://x.org/") == "domain not allowed"
+    assert policy.refusal("https://b.example.com/") == ("domain not allowed: b.example.com is not on the job's "
+                                                         "allowed_domains; open it with --allow b.example.com "
+                                                         "(job field allowed_domains)")
+    assert UrlPolicy.build(global_allowed=["example.com"]).refusal("https://x.org/") == (
+        "domain not allowed: x.org is not on the operator's BROWSERD_ALLOWED_DOMAINS; no job can open it (the "
+        "operator can add it there)")
 
 
 async def test_page_fetch_and_iframe_to_a_denied_domain_never_reach_it(pool, site, denied_site):

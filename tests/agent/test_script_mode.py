@@ -84,7 +84,8 @@ async def test_script_refuses_a_denied_domain(pool, site):
         result = await run_job(spec, lease)
     assert result.status == JobStatus.failed
     assert result.category == FailureCategory.url_blocked
-    assert result.error == "blocked: domain not allowed: http://localhost:9/secret"
+    assert result.error == ("blocked: http://localhost:9/secret: domain not allowed: localhost is on the job's "
+                            "denied_domains (localhost); open it by dropping --deny localhost (job field denied_domains)")
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -125,3 +126,23 @@ async def test_a_browser_that_dies_mid_job_fails_it_as_browser_crash(site):
             result = await asyncio.wait_for(job, 5)  # at once: not after the rest of the 10 s wait
     assert result.status == JobStatus.failed
     assert result.category == FailureCategory.browser_crash, result.error
+
+
+async def test_a_closed_network_is_refused_naming_the_flag_that_opens_it(pool, site):
+    """127.0.0.2 is loopback, and only 127.0.0.1/32 is open (tests/conftest.py): the refusal names
+    the rule and the exact flag, job field and setting that open it."""
+    spec = JobSpec(script=[{"go_to_url": {"url": "http://127.0.0.2:8080/private"}}])
+    async with pool.lease() as lease:
+        result = await run_job(spec, lease)
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.url_blocked), result.error
+    assert result.error == ("blocked: http://127.0.0.2:8080/private: address 127.0.0.2 is loopback, a private network "
+                            "the job has not opened; open it with --allow-network 127.0.0.2/32 (job field "
+                            "allowed_networks), or for every job with the operator's BROWSERD_ALLOWED_NETWORKS")
+
+
+async def test_a_host_that_does_not_resolve_fails_as_dns_error(pool, site):
+    spec = JobSpec(script=[{"go_to_url": {"url": "http://no-such-host.invalid/"}}])
+    async with pool.lease() as lease:
+        result = await run_job(spec, lease)
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.dns_error), result.error
+    assert result.error.startswith("cannot resolve no-such-host.invalid: ") and "blocked" not in result.error

@@ -15,7 +15,11 @@ from workers.agent.firewall import JobEgress
 from workers.jobs.model.spec import JobSpec
 
 DENIED = ["evil.example", "127.0.0.1", "bücher.example", "xn--mnchen-3ya.example"]
-REFUSED = "domain not allowed"
+REFUSED = "domain not allowed: "  # then which list refused and what opens it (UrlPolicy.host_refusal)
+
+
+def refused(reason: str | None) -> bool:
+    return reason is not None and reason.startswith(REFUSED)
 
 # (host as a URL or CONNECT line spells it, what it is)
 DENIED_SPELLINGS = [
@@ -59,8 +63,8 @@ PUBLIC_ADDRESSES = ["64:ff9b::808:808", "::ffff:0:808:808", "2002:808:808::1", "
 @pytest.mark.parametrize(("host", "what"), DENIED_SPELLINGS)
 def test_the_agents_url_check_reads_every_spelling_of_a_denied_host(host: str, what: str) -> None:
     policy = UrlPolicy.build(job_denied=DENIED)
-    assert policy.refusal(f"http://{host}/secret") == REFUSED, what
-    assert policy.refusal(f"https://{host}:8443/secret") == REFUSED, what
+    assert refused(policy.refusal(f"http://{host}/secret")), what
+    assert refused(policy.refusal(f"https://{host}:8443/secret")), what
 
 
 @pytest.mark.parametrize(("host", "what"), DENIED_SPELLINGS)
@@ -68,13 +72,13 @@ def test_the_settings_deny_list_reads_every_spelling_too(host: str, what: str) -
     """BROWSERD_DENIED_DOMAINS, spelled however the operator wrote it."""
     settings = load_settings(denied_domains="EVIL.Example.,2130706433,xn--BCHER-kva.example,MÜNCHEN.example.")
     assert settings.denied_domains == ["evil.example", "127.0.0.1", "xn--bcher-kva.example", "xn--mnchen-3ya.example"]
-    assert UrlPolicy.build(global_denied=settings.denied_domains).refusal(f"http://{host}/") == REFUSED, what
+    assert refused(UrlPolicy.build(global_denied=settings.denied_domains).refusal(f"http://{host}/")), what
 
 
 @pytest.mark.parametrize(("host", "what"), DENIED_SPELLINGS)
 def test_the_egress_rule_reads_every_spelling_of_a_denied_host(host: str, what: str) -> None:
     rule = JobEgress(UrlPolicy.build(job_denied=DENIED), NetworkPolicy())
-    assert rule.host_refusal(host.strip("[]"), 443) == REFUSED, what
+    assert refused(rule.host_refusal(host.strip("[]"), 443)), what
 
 
 def test_an_allow_list_entry_in_any_spelling_allows_the_host_in_any_other() -> None:
@@ -83,14 +87,14 @@ def test_an_allow_list_entry_in_any_spelling_allows_the_host_in_any_other() -> N
                 "http://BÜCHER.example./", "http://10.1.2.3/", "http://167838211/"):
         assert policy.refusal(url) is None, url
     for url in ("https://shop.example.evil/", "https://evilshop.example/", "http://10.1.2.4/"):
-        assert policy.refusal(url) == REFUSED, url
+        assert refused(policy.refusal(url)), url
 
 
 def test_a_port_entry_matches_the_scheme_default_port_and_any_spelling() -> None:
     policy = UrlPolicy.build(global_denied=["example.com:443", "[::1]:8080"])
-    assert policy.refusal("https://EXAMPLE.com./") == REFUSED
+    assert refused(policy.refusal("https://EXAMPLE.com./"))
     assert policy.refusal("http://example.com/") is None
-    assert policy.refusal("http://[0:0::1]:8080/") == REFUSED
+    assert refused(policy.refusal("http://[0:0::1]:8080/"))
 
 
 def test_a_jobs_lists_are_stored_in_one_spelling_and_bad_entries_refused() -> None:

@@ -53,5 +53,31 @@ def test_schedule_commands(ops: Stack, tmp_path: Path) -> None:
     listed = browserd(ops, "schedule", "list").stdout.decode()
     assert sid in listed and "hourly" in listed and "paused" in listed
     assert "enabled" in browserd(ops, "schedule", "resume", sid).stdout.decode()
+    assert browserd(ops, "schedule", "runs", sid).stdout.decode() == f"no runs of {sid} yet\n"
+    ran = browserd(ops, "schedule", "run", sid).stdout.decode()  # a table line, as `batches` prints, not JSON
+    batch_id = ran.split()[0]
+    assert not ran.startswith("{") and f"schedule={sid}" in ran and "/1  failed=" in ran, ran
+    runs = browserd(ops, "schedule", "runs", sid).stdout.decode().splitlines()
+    assert len(runs) == 1 and runs[0].startswith(f"{batch_id}  ") and "failed=" in runs[0]
+    assert json.loads(browserd(ops, "schedule", "runs", sid, "--json").stdout)[0]["id"] == batch_id
+    none = browserd(ops, "jobs", "--label", "nobody=here")
+    assert none.returncode == 0 and none.stdout.decode() == "no jobs match these filters\n"
     assert browserd(ops, "schedule", "delete", sid).returncode == 0
     assert sid not in browserd(ops, "schedule", "list").stdout.decode()
+
+
+def test_a_header_line_with_defaults_and_webhook_flags(ops: Stack, site: StaticServer, tmp_path: Path) -> None:
+    """The documented header line and --defaults/--webhook together: one batch, not 422 jobs[0].defaults."""
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"defaults": {"labels": {"from": "header"}}}) + "\n"
+                    + json.dumps({"script": quick_script(site.url("/cdp/basic.html"), 0)}) + "\n")
+    done = browserd(ops, "batch", str(jobs), "--wait", "--defaults", '{"labels": {"run": "flag"}}',
+                    "--webhook", "https://hooks.example/batch", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    record = json.loads(done.stdout)
+    assert record["total"] == 1
+    out = browserd(ops, "results", record["id"])
+    job = ops.job(json.loads(out.stdout.decode().splitlines()[0])["id"])
+    assert job["labels"] == {"from": "header", "run": "flag"}
+    bad = browserd(ops, "batch", str(jobs), "--defaults", "{labels: 1}")
+    assert bad.returncode == 2 and "--defaults is not JSON" in bad.stderr.decode() and str(jobs) not in bad.stderr.decode()

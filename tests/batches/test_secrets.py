@@ -5,6 +5,7 @@ job's events, the worker's log, the job record or its webhook."""
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import threading
 import urllib.parse
@@ -18,7 +19,10 @@ import pytest
 from tests.batches.conftest import finish_at_once
 from tests.batches.test_cli import browserd
 from tests.batches.test_webhook_rules import Sink
-from tests.queue.stack import Stack, wait_until
+from tests.support.secret_echoes import PASSWORD as ECHO_PASSWORD
+from tests.support.secret_echoes import USER as ECHO_USER
+from tests.support.secret_echoes import leaks
+from tests.queue.stack import TOKEN, Stack, wait_until
 from tests.support.llm_server import LLMServer, Reply, offered_tool
 
 USER = "ada.lovelace@example.org"
@@ -49,6 +53,55 @@ class Shop:
             def _page(self, html: str) -> None:
                 data = html.encode()
                 self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+
+class EchoingShop:
+    """A GET sign-in form on 127.0.0.1: the values travel in the URL, and the signed-in page echoes
+    them back in every ordinary encoding: the user name upper-cased by CSS, the password
+    HTML-escaped, both URL-encoded in a link, a failing image (network log) and the console, and
+    base64 as a Basic credential in the console; a tracker on a private address (which jobs may not
+    reach) asks for the same query: the firewall's refusal is logged."""
+
+    def __init__(self) -> None:
+        self.logins: list[dict[str, str]] = []
+        shop = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                url = urllib.parse.urlsplit(self.path)
+                if url.path == "/login":
+                    self._signed_in(url, {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()})
+                elif url.path == "/":
+                    self._send(200, FORM.replace('method="post"', 'method="get"'))
+                else:
+                    self._send(404, "not here")
+
+            def _signed_in(self, url: urllib.parse.SplitResult, form: dict[str, str]) -> None:
+                shop.logins.append(form)
+                user, password = form.get("user", ""), form.get("password", "")
+                basic = json.dumps(f"{user}:{password}")
+                self._send(200, f"""<!doctype html><html><head><title>Welcome</title></head><body>
+<h1 style="text-transform: uppercase">Signed in as {html.escape(user)}</h1>
+<p>Your password {html.escape(password)} was accepted.</p>
+<a href="/orders?user={urllib.parse.quote_plus(user)}">Your orders</a>
+<img src="/pixel.gif?from={urllib.parse.quote(url.geturl(), safe='')}" alt="">
+<img src="http://10.255.255.1/track?{url.query}" alt="">
+<script>console.log("signed in at " + location.href);
+console.log("Authorization: Basic " + btoa({basic}));</script></body></html>""")
+
+            def _send(self, status: int, page: str) -> None:
+                data = page.encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -151,6 +204,47 @@ def test_a_secret_is_typed_and_never_seen_or_kept(ops: Stack, scripted: LLMServe
     assert record["spec"]["sealed_secrets"].startswith("gAAAAA")  # a Fernet token
 
 
+def artifacts(s: Stack, job: dict[str, Any]) -> dict[str, str]:
+    """Every text artifact the job kept, by name, as its owner downloads it."""
+    out = {}
+    for link in job["result"]["artifacts"]:
+        request = urllib.request.Request(s.url + link["url"], headers={"Authorization": f"Bearer {TOKEN}"})
+        if not link["name"].endswith((".jpg", ".png")):
+            out[link["name"]] = urllib.request.urlopen(request, timeout=30).read().decode()
+    return out
+
+
+def test_secrets_echoed_in_any_encoding_reach_no_prompt_record_log_or_artifact(ops: Stack, scripted: LLMServer) -> None:
+    shop, hook = EchoingShop(), Sink()
+    with serving(shop, hook):
+        job = ops.submit({"task": "Sign in to the shop", "start_url": shop.url, "webhook_url": hook.url,
+                          "secrets": {"user": ECHO_USER, "password": ECHO_PASSWORD},
+                          "artifacts": {"page": "always", "logs": "always", "screenshots": "off"}})
+        done = ops.wait_state(job["id"], {"succeeded", "failed"}, timeout=180)
+        assert done["state"] == "succeeded", done["error"]
+        wait_until(lambda: hook.bodies, 60, "the webhook")
+
+    assert shop.logins == [{"user": ECHO_USER, "password": ECHO_PASSWORD}]  # the browser sent them, in the URL
+    kept = artifacts(ops, done)
+    assert {"page.html", "page.md", "console.jsonl", "network.jsonl"} <= set(kept), sorted(kept)
+    assert "<secret>password</secret>" in kept["page.html"] and "<secret>user</secret>" in kept["page.md"]
+    assert "Authorization: Basic <secret>user</secret>" in kept["console.jsonl"]
+    assert "pixel.gif" in kept["network.jsonl"]
+    worker_log = "".join(w.log(10_000_000) for w in ops.workers)
+    assert "egress refused GET 10.255.255.1:80" in worker_log  # the tracker was asked for, and refused
+    places = {
+        "the LLM's requests": json.dumps(scripted.requests),
+        "Redis": redis_dump(ops),
+        "the job's events": json.dumps(ops.events(job["id"])),
+        "the job record": json.dumps(ops.job(job["id"])),
+        "the worker log": worker_log,
+        "the API log": ops.api.log(10_000_000) if ops.api else "",
+        "the webhook": b"".join(hook.bodies).decode(),
+        **{f"artifact {name}": text for name, text in kept.items()},
+    }
+    assert leaks(places) == []
+
+
 def test_secret_and_credential_inputs_are_checked(ops: Stack) -> None:
     bad = [
         ({"secrets": {"pass word": "abcd"}}, "secrets.pass word"),
@@ -168,7 +262,8 @@ def test_secret_and_credential_inputs_are_checked(ops: Stack) -> None:
     status, err = ops.call("POST", "/v1/schedules", {"every": 60, "job": {"task": "x", "secrets": {"pw": "abcd"}}})
     assert status == 422 and err["fields"][0]["field"] == "job.secrets", err
     for body in ({"name": "x"}, {"name": "x", "secrets": {}}, {"name": "bad name", "secrets": {"a": "abcd"}},
-                 {"name": "x", "secrets": {"a": "abcd"}, "extra": 1}):
+                 {"name": "x", "secrets": {"a": "abcd"}, "extra": 1}, {"name": "x", "secrets": {"a": "abc"}},
+                 {"name": "x", "secrets": {"a": "abcd", "b": "x" * 4097}}):
         assert ops.call("POST", "/v1/credentials", body)[0] == 422, body
     assert ops.call("DELETE", "/v1/credentials/never-made")[0] == 404
     assert ops.call("POST", "/v1/credentials", {"name": "gone", "secrets": {"pw": "abcd"}})[0] == 201

@@ -4,6 +4,7 @@ receiver may have, and delivery judged on the resolved address (no connection to
 from __future__ import annotations
 
 import ipaddress
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -140,9 +141,10 @@ def test_a_name_is_judged_on_what_it_resolves_to() -> None:
 
 
 class Sink:
-    """A receiver on 127.0.0.1 answering 204, keeping each POST's headers and body."""
+    """A receiver on 127.0.0.1 answering 204 (or ``status``), keeping each POST's headers and body."""
 
     def __init__(self) -> None:
+        self.status = 204
         self.posts: list[dict[str, str]] = []
         self.bodies: list[bytes] = []
         sink = self
@@ -151,7 +153,7 @@ class Sink:
             def do_POST(self) -> None:  # noqa: N802
                 sink.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
                 sink.posts.append(dict(self.headers))
-                self.send_response(204)
+                self.send_response(sink.status)
                 self.end_headers()
 
             def log_message(self, *_: Any) -> None:
@@ -201,3 +203,16 @@ def test_delivery_keeps_the_name_as_host_and_takes_a_given_delivery_id(sink: Sin
     assert again == 0 and len(sink.posts) == 1, "the same delivery id is not posted twice"
     assert status == 204 and sink.posts[0][ID_HEADER] == "outbox-7"
     assert sink.posts[0]["Host"] == f"127.0.0.1:{sink.port}"
+
+
+@pytest.mark.parametrize("status", [410, 503])
+def test_a_receivers_token_is_masked_in_the_delivery_log(sink: Sink, opened: None, status: int,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    sink.status = status
+    url = f"http://127.0.0.1:{sink.port}/h?token=hook-secret-1&sig=hook-sig-2&job=7"
+    with caplog.at_level(logging.WARNING, logger="browserd.webhooks"):
+        result = deliver_webhook.apply(args=(url, "job.finished", {}))
+    assert len(sink.posts) >= 1
+    assert f"127.0.0.1:{sink.port}/h?token=" in caplog.text and "job=7" in caplog.text
+    assert "hook-secret-1" not in caplog.text and "hook-sig-2" not in caplog.text
+    assert "hook-secret-1" not in repr(result.result)

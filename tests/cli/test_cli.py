@@ -47,6 +47,40 @@ def test_a_local_run_refuses_an_output_schema_past_a_limit_naming_it(tmp_path: P
     refused = browserd(None, "run", "do it", "--output-schema", str(bomb))
     assert refused.returncode == 2 and refused.stderr.count("schema limit 'branches'") == 1, refused.stderr
     assert "invalid job: output_schema: " in refused.stderr
+def test_zero_steps_and_timeout_are_refused_by_the_api_not_dropped(deploy: Stack) -> None:
+    """``--max-steps 0`` / ``--timeout 0`` were dropped and the job queued with the defaults."""
+    steps = browserd(deploy, "submit", "do it", "--max-steps", "0")
+    assert steps.returncode == 1 and "options.max_steps" in steps.stderr and "greater than or equal to 1" in steps.stderr
+    timeout = browserd(deploy, "submit", "do it", "--timeout", "0")
+    assert timeout.returncode == 1 and "timeout" in timeout.stderr and "greater than 0" in timeout.stderr
+
+
+def test_exit_codes_0_and_1_per_command(deploy: Stack, site: StaticServer, tmp_path: Path) -> None:
+    """0 done, 1 a job failed or the API refused (what it names does not exist); 2 and 3 are in
+    tests/cli/test_exit_codes.py."""
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(script(site.url("/cdp/basic.html"), waits=0, text="fine")))
+    failing = tmp_path / "fail.json"
+    failing.write_text(json.dumps([{"go_to_url": {"url": site.url("/cdp/basic.html")}},
+                                   {"scroll_to_text": {"text": "no such text anywhere"}}]))
+    done = browserd(deploy, "submit", "--script", str(ok), "--wait", "--output-schema", '{"type": "object"}',
+                    "--webhook", "https://hooks.example/job", "--keep-session", "0")
+    assert done.returncode == 1 and "options.keep_session" in done.stderr  # a script keeps no session
+    done = browserd(deploy, "submit", "--script", str(ok), "--wait", "--webhook", "https://hooks.example/job")
+    assert done.returncode == 0 and "answer: fine" in done.stdout, done.stderr
+    job_id = done.stdout.split()[0]
+    failed = browserd(deploy, "submit", "--script", str(failing), "--wait")
+    assert failed.returncode == 1 and "failed" in failed.stdout
+    for argv, code in ([("status", job_id), 0], [("watch", job_id), 0], [("artifacts", job_id), 0],
+                       [("jobs", "--limit", "1"), 0], [("batches",), 0], [("schedule", "list"), 0],
+                       [("recipe", "list"), 0], [("profile", "list"), 1],  # no secrets key here: refused
+                       [("status", "0" * 32), 1],
+                       [("watch", "0" * 32), 1], [("cancel", "0" * 32), 1], [("results", "0" * 32), 1],
+                       [("recipe", "show", "nothing-here"), 1], [("schedule", "runs", "0" * 32), 1]):
+        got = browserd(deploy, *argv)
+        assert got.returncode == code, (argv, got.stdout, got.stderr)
+    with Client(deploy.url, TOKEN) as api:
+        assert str(api.get(job_id).spec.webhook_url) == "https://hooks.example/job"
 
 
 def test_politeness_flags_reach_the_spec_and_bad_ones_are_named(deploy: Stack, tmp_path: Path) -> None:
@@ -110,7 +144,21 @@ def test_progress_says_when_no_worker_is_alive(tmp_path: Path, site: StaticServe
         finally:
             proc.terminate()
             proc.wait(20)
+        # submit --wait sat at queued saying nothing; it says so as batch --wait does
+        steps = tmp_path / "steps.json"
+        steps.write_text(json.dumps(script(site.url("/cdp/basic.html"))))
+        single = tmp_path / "submit.txt"
+        with open(single, "w") as err_file:
+            proc = subprocess.Popen([sys.executable, "-m", "daemon", "submit", "--script", str(steps), "--wait"],
+                                    env=idle.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err_file)
+        try:
+            wait_until(lambda: "no worker is alive: start one with 'browserd worker'" in single.read_text(), 60,
+                       "the submit --wait line")
+        finally:
+            proc.terminate()
+            proc.wait(20)
     assert "progress: 0/1" in log.read_text()
+    assert "queued; following it (no worker is alive" in single.read_text()
 
 
 def test_the_progress_bar_stays_on_one_line_in_a_narrow_terminal(deploy: Stack, site: StaticServer) -> None:

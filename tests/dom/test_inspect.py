@@ -30,10 +30,10 @@ SHARED = sorted(p.relative_to(SHARED_PAGES).as_posix() for p in SHARED_PAGES.rgl
 COMMAND_TMP = os.path.join(tempfile.gettempdir(), f"inspect-{uuid.uuid4().hex[:12]}")
 
 
-def browserd(*args: str) -> subprocess.CompletedProcess[str]:
-    """The real command, in a subprocess."""
+def browserd(*args: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    """The real command, in a subprocess (``settings``: more environment, e.g. BROWSERD_ALLOWED_NETWORKS)."""
     os.makedirs(COMMAND_TMP, exist_ok=True)
-    env = {**os.environ, "BROWSERD_CHROME_ARGS": json.dumps([OFFLINE]), "TMPDIR": COMMAND_TMP}
+    env = {**os.environ, "BROWSERD_CHROME_ARGS": json.dumps([OFFLINE]), "TMPDIR": COMMAND_TMP, **settings}
     return subprocess.run(
         [sys.executable, "-m", "daemon.cli", "inspect", *args],
         capture_output=True, text=True, timeout=120, env=env, cwd=Path(__file__).resolve().parents[2],
@@ -79,6 +79,23 @@ def test_inspect_fails_cleanly_and_closes_chrome():
     assert not left_running()
 
 
+def test_a_closed_network_says_it_was_blocked_and_how_to_open_it(site):
+    """Not ``net::ERR_EMPTY_RESPONSE``: the rule that refused the page, and the flag that opens it."""
+    closed = browserd(site.url("/dom/modal.html"), BROWSERD_ALLOWED_NETWORKS="")
+    assert closed.returncode == 1 and "ERR_" not in closed.stderr
+    assert closed.stderr.strip() == (
+        f"browserd inspect: blocked: {site.url('/dom/modal.html')}: address 127.0.0.1 is loopback, a private network "
+        "the job has not opened; open it with --allow-network 127.0.0.1/32 (job field allowed_networks), or for "
+        "every job with the operator's BROWSERD_ALLOWED_NETWORKS")
+    opened = browserd(site.url("/dom/modal.html"), "--allow-network", "127.0.0.1/32", BROWSERD_ALLOWED_NETWORKS="")
+    assert opened.returncode == 0 and "[1]<button>Accept />" in opened.stdout, opened.stderr
+    denied = browserd(site.url("/dom/modal.html"), "--deny", "127.0.0.1")
+    assert denied.returncode == 1 and "--deny 127.0.0.1 (job field denied_domains)" in denied.stderr
+    bad = browserd(site.url("/dom/modal.html"), "--allow-network", "localhost")
+    assert bad.returncode == 2 and "'localhost' is not an IP network" in bad.stderr
+    assert not left_running()
+
+
 @pytest.fixture(scope="module")
 def shared_site() -> Iterator[StaticServer]:
     if not SHARED:
@@ -96,12 +113,13 @@ async def offline_pool() -> AsyncIterator[BrowserPool]:
 @pytest.mark.parametrize("name", SHARED or ["(none)"])
 async def test_inspect_every_saved_page(shared_site, offline_pool, name):
     async with offline_pool.lease() as lease:
-        text = await render(lease.page, shared_site.url(name), viewport_expansion=-1)
+        # 10 s, not render's 30: a saved page whose resources never come (offline) is shown as it is
+        text = await render(lease.page, shared_site.url(name), viewport_expansion=-1, timeout=10)
         assert text.count("untrusted_content_") == 3  # the note, the opening and the closing tag
         assert "[Start of page]" in text
         # the page was just shown once waiting for "load"; the JSON view need not wait for it again
-        # (the saved eBay page never reaches load offline, with or without its scripts and iframe: each
-        # wait was render's full 30 s, the slowest test in CI)
+        # (the saved eBay page never reaches load offline, with or without its scripts and iframe: it
+        # waited render's full 30 s twice, the slowest test in CI)
         data = json.loads(await render(lease.page, shared_site.url(name), fmt="json", wait="domcontentloaded"))
         for el in data["elements"]:
             assert el["backend_node_id"] > 0 and el["box"][2] > 0 and el["box"][3] > 0

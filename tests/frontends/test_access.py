@@ -109,6 +109,31 @@ def test_settings_are_masked_and_unknown_things_are_404(client: TestClient) -> N
     assert bad.status_code == 422 and "not key=value" in bad.text
 
 
+def test_a_signed_out_cookie_is_refused_even_when_replayed(client: TestClient) -> None:
+    first = login(client, "/ui/")
+    kept = client.cookies.get(COOKIE)
+    assert kept and client.get("/ui/").status_code == 200
+    assert client.post("/ui/logout", data={"csrf": first}).status_code == 303
+    client.cookies.set(COOKIE, kept)  # a copy of the cookie: another tab, a proxy's log, malware
+    replayed = client.get("/ui/")
+    assert replayed.status_code == 303 and replayed.headers["location"].startswith("/ui/login")
+    posted = client.post("/ui/submit", data={"kind": "task", "task": "x", "csrf": first})
+    assert posted.status_code == 303 and posted.headers["location"].startswith("/ui/login")
+    assert client.get("/v1/jobs").status_code == 401  # the API never took the cookie
+    client.cookies.clear()
+    login(client, "/ui/")  # signing in again makes a new session, which works
+    assert client.cookies.get(COOKIE) != kept and client.get("/ui/").status_code == 200
+
+
+def test_the_settings_page_masks_secret_query_parameters(redis_url: str) -> None:
+    with console_client(redis_url, llm_base_url="https://llm.example/openai?api-version=2024&api-key=llm-key-123",
+                        cdp_urls="wss://chrome.example/?token=cdp-tok") as c:
+        login(c)
+        page = c.get("/ui/settings").text
+    assert "llm-key-123" not in page and "cdp-tok" not in page
+    assert "api-version=2024" in page and "llm.example/openai" in page
+
+
 def test_without_a_token_the_console_is_open_but_still_checks_csrf(redis_url: str) -> None:
     app = create_app(load_settings(redis_url=redis_url))
     with TestClient(app, base_url=ORIGIN, follow_redirects=False) as c:

@@ -114,3 +114,27 @@ async def test_the_http_endpoint_needs_the_token(frontend_stack: tuple[Stack, LL
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
             resp = await http.post(s.url + "/mcp", json=body, headers={**headers, "Accept": "application/json, text/event-stream"})
             assert resp.status_code == 401 and "bearer token" in resp.json()["message"]
+
+
+async def test_tools_refuse_unknown_arguments_and_open_networks_and_domains(frontend_stack: tuple[Stack, LLMServer],
+                                                                           site: StaticServer) -> None:
+    """A misspelt argument was dropped silently (the job ran without it); the egress arguments map
+    onto the job spec's own fields, which the API checks as any spec's."""
+    s, _ = frontend_stack
+    async with http_client(s) as client:
+        schemas = {tool.name: tool.input_schema["properties"] for tool in (await client.list_tools()).tools}
+        for tool in ("run_task", "submit_job", "open_session"):
+            assert {"allowed_domains", "denied_domains", "allowed_networks"} <= set(schemas[tool]), tool
+        typo = error_text(await client.call_tool("run_task", {"task": "read it", "allowed_network": ["127.0.0.1/32"]}))
+        assert "unknown argument 'allowed_network'; run_task takes " in typo and "allowed_networks" in typo
+        typo = error_text(await client.call_tool("submit_job", {"task": "x", "max_step": 3, "wait": 1}))
+        assert "unknown arguments 'max_step', 'wait'; submit_job takes " in typo
+        job = structured(await client.call_tool("submit_job", {
+            "script": script(site.url("/cdp/basic.html"), waits=0), "allowed_networks": ["127.0.0.1"],
+            "allowed_domains": ["127.0.0.1"], "denied_domains": ["evil.test"]}))
+        bad = error_text(await client.call_tool("submit_job", {"task": "x", "allowed_networks": ["localhost"]}))
+        assert "allowed_networks" in bad and "'localhost' is not an IP network" in bad
+    with httpx2.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        spec = http.get(f"{s.url}/v1/jobs/{job['job_id']}").json()["spec"]
+    assert (spec["allowed_networks"], spec["allowed_domains"], spec["denied_domains"]) == (
+        ["127.0.0.1/32"], ["127.0.0.1"], ["evil.test"])

@@ -134,6 +134,26 @@ def test_a_hostile_page_is_wrapped_and_its_private_links_refused(frontend_stack:
         assert start.status == 403 and "could not open the start URL" in start.message and "private" in start.message
 
 
+def test_a_session_keeps_to_its_domain_lists(frontend_stack: tuple[Stack, LLMServer], site: StaticServer) -> None:
+    """open_session takes a job's domain lists: a denied name is refused, saying which list refused it
+    and what opens it; the allowed one works; another session (no lists) is not bound by them."""
+    s, _ = frontend_stack
+    elsewhere = site.url("/sessions/form.html").replace("127.0.0.1", "localhost")
+    with Client(s.url, TOKEN, timeout=120) as client:
+        session = client.open_session(site.url("/sessions/form.html"), denied_domains=["localhost"])
+        assert client.sessions() and next(x for x in client.sessions() if x.id == session.id).denied_domains == [
+            "localhost"]
+        blocked = refused(client.navigate, session.id, elsewhere)
+        assert blocked.status == 403 and blocked.code == "url_blocked"
+        assert "localhost is on the job's denied_domains (localhost); open it by dropping --deny localhost" in \
+            blocked.message
+        assert client.navigate(session.id, site.url("/sessions/form.html")).url.endswith("/sessions/form.html")
+        other = client.open_session(elsewhere)
+        assert client.navigate(other.id, elsewhere).url.startswith("http://localhost:")
+        client.close_session(other.id)
+        client.close_session(session.id)
+
+
 def test_bad_input_gets_clear_errors(frontend_stack: tuple[Stack, LLMServer], site: StaticServer) -> None:
     s, _ = frontend_stack
     with Client(s.url, TOKEN, timeout=120) as client:
@@ -143,6 +163,8 @@ def test_bad_input_gets_clear_errors(frontend_stack: tuple[Stack, LLMServer], si
         assert refused(client.open_session, "ftp://example.com/").fields[0]["field"] == "start_url"
         networks = refused(client.open_session, allowed_networks=["not-a-network"])
         assert networks.status == 422 and networks.fields[0]["field"].startswith("allowed_networks")
+        domains = refused(client.open_session, denied_domains=["https://evil.test/"])
+        assert domains.status == 422 and domains.fields[0]["field"].startswith("denied_domains")
         small = refused(client.open_session, viewport=(10, 600))
         assert small.status == 422 and small.fields[0]["field"] == "viewport.width"
         idle = refused(client.open_session, idle_timeout=10**6)

@@ -10,7 +10,7 @@ import pytest
 from config import Settings
 from workers.jobs.errors import SpecError
 from workers.jobs.politeness.domains import job_domain, registrable_domain, url_domain
-from workers.jobs.politeness.options import PolitenessOptions, limits_for
+from workers.jobs.politeness.options import PolitenessOptions, limits_for, robots_remedy
 from workers.jobs.politeness.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
 from workers.jobs.politeness.slots import DomainLimits, HeldSlot, SlotWaitCancelled, SlotWaitExpired
 from workers.jobs.specs.batch_body import BatchRequest
@@ -100,6 +100,18 @@ async def test_navigations_are_spaced_by_the_strictest_delay_reserved(limits: Do
     assert waits[0] == 0 and 0.9 < waits[1] <= 1.0 and 1.9 < waits[2] <= 2.0
     assert await limits.reserve_navigation("other.org", 1.0) == 0
     assert 3.8 < await limits.reserve_navigation("example.com", 2.0) <= 4.0, "a stricter job spaces itself more"
+
+
+def test_a_robots_refusal_names_what_makes_the_job_follow_robots_txt_and_what_lifts_it() -> None:
+    asked = PolitenessOptions(respect_robots_txt=True)
+    assert "it asked to (--respect-robots-txt, job field politeness.respect_robots_txt): leave that out" in \
+        robots_remedy(asked, Settings())
+    operator = Settings(respect_robots_txt=True)
+    assert "BROWSERD_RESPECT_ROBOTS_TXT makes every job follow robots.txt: no job can open it" in \
+        robots_remedy(asked, operator)
+    looser = operator.model_copy(update={"politeness_allow_looser": True})
+    assert "politeness.respect_robots_txt=false (BROWSERD_POLITENESS_ALLOW_LOOSER allows it here)" in \
+        robots_remedy(PolitenessOptions(), looser)
 
 
 async def test_robots_rules_follow_rfc_9309_and_are_cached(store: JobStore) -> None:

@@ -80,6 +80,35 @@ def test_compose_runs_the_stack(compose: dict[str, Any]) -> None:
     assert services["api"]["environment"]["BROWSERD_API_HOST"] == "0.0.0.0"
 
 
+def published(service: dict[str, Any]) -> list[tuple[str, str]]:
+    """(host address, container port) of each published port; "" for every interface."""
+    found = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):  # Compose v2's long form
+            found.append((port.get("host_ip", ""), str(port["target"])))
+        else:
+            parts = re.sub(r"\$\{[^}]*\}", "PUBLISHED", str(port)).split("/")[0].rsplit(":", 2)  # unresolved ${VAR:-n}
+            found.append((parts[0] if len(parts) == 3 else "", parts[-1]))
+    return found
+
+
+def test_unauthenticated_services_are_published_on_loopback_only(compose: dict[str, Any]) -> None:
+    """Prometheus and Alertmanager have no login: anyone reaching them reads every metric or silences alerts."""
+    services = compose["services"]
+    assert published(services["prometheus"]) == [("127.0.0.1", "9090")]
+    assert published(services["alertmanager"]) == [("127.0.0.1", "9093")]
+    for name in ("redis", "redis-exporter", "alert-receiver", "worker", "beat"):
+        assert published(services[name]) == [], name
+    # the API (token required) and Grafana (password required) are the ones published on every interface
+    assert published(services["api"]) == [("", "8080")] and published(services["grafana"]) == [("", "3000")]
+
+
+def test_workers_serve_metrics_on_their_container_network(compose: dict[str, Any]) -> None:
+    """Loopback is the setting's default; Prometheus scrapes each worker container by DNS, so compose opens it."""
+    assert compose["services"]["worker"]["environment"]["BROWSERD_METRICS_HOST"] == "0.0.0.0"
+    assert "BROWSERD_METRICS_HOST" not in compose["services"]["api"]["environment"]
+
+
 def test_workers_scale(compose: dict[str, Any]) -> None:
     """``--scale worker=N`` needs no fixed name and no host port; each worker serves metrics."""
     worker = compose["services"]["worker"]

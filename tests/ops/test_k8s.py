@@ -293,6 +293,7 @@ def test_worker_probes_and_metrics_port(monkeypatch: pytest.MonkeyPatch, tmp_pat
     spec = container("base", "worker")
     ports = {p["name"]: p["containerPort"] for p in spec["ports"]}
     assert ports["metrics"] == settings.metrics_port
+    assert settings.metrics_host == "0.0.0.0"  # on the pod's address, where the kubelet and Prometheus ask
     worker = find(resources("base"), "Deployment", "browserd-worker")
     annotations = worker["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true" and int(annotations["prometheus.io/port"]) == settings.metrics_port

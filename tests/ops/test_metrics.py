@@ -21,7 +21,8 @@ from fastapi import FastAPI
 from cdp import BrowserPool, PoolConfig
 from tests.ops.exposition import Samples, names, parse, scrape, value
 from tests.support.redis_server import RedisServer, free_port
-from workers.instrument import instrument_pool
+from config import load_settings
+from workers.instrument import instrument_pool, serve_metrics
 from workers.jobs import metrics
 from workers.jobs.model.result import JobResult, StepRecord
 from workers.jobs.model.spec import JobSpec
@@ -54,6 +55,21 @@ def worker_server() -> Iterator[str]:
     yield f"http://127.0.0.1:{port}/metrics"
     server.shutdown()
     server.server_close()
+
+
+@pytest.mark.parametrize(("host", "bound"), [(None, "127.0.0.1"), ("0.0.0.0", "0.0.0.0")])
+def test_worker_metrics_listen_on_loopback_unless_opened(host: str | None, bound: str) -> None:
+    """Nothing beyond the worker's machine reads its metrics unless BROWSERD_METRICS_HOST opens them (the
+    image, compose and Kubernetes do, for Prometheus)."""
+    settings = load_settings(metrics_port=0, **({"metrics_host": host} if host else {}))
+    server = serve_metrics(settings, NODE)
+    assert server is not None
+    try:
+        assert server.server_address[0] == bound
+        assert httpx.get(f"http://127.0.0.1:{server.server_port}/metrics").status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def publish(url: str, queue: str, priorities: list[int]) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 import cdp
 from workers.agent.errors import (
+    HostUnresolved,
     ActionError,
     Cancelled,
     EgressUnavailable,
@@ -84,6 +85,7 @@ LISTED: list[tuple[BaseException, C]] = [
     (LLMProviderError("acme.Chat", "no such class"), C.llm_error),
     # the page and the policy
     (URLBlocked("http://169.254.169.254/latest", "a metadata address"), C.url_blocked),
+    (HostUnresolved("http://shop.invalid/", "cannot resolve shop.invalid: Name or service not known"), C.dns_error),
     (ActionError("no option 'XXL' in the size list", action="select_dropdown_option", index=7), C.action_error),
     (InvalidOutput(["$.price: 'cheap' is not of type 'number'"]), C.invalid_output),
     (ResultTooLarge(2_000_000, 1_000_000), C.invalid_output),

@@ -80,9 +80,9 @@ class Proc:
 class Stack:
     """redis-server + ``browserd serve`` + any number of ``browserd worker`` processes."""
 
-    def __init__(self, *, aof: bool = False, **settings: Any) -> None:
+    def __init__(self, *, aof: bool = False, redis_password: str | None = None, **settings: Any) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="browserd-queue-test-"))
-        self.redis_server = RedisServer(aof=aof).start()
+        self.redis_server = RedisServer(aof=aof, password=redis_password).start()
         self.api_port = free_port()
         self.url = f"http://127.0.0.1:{self.api_port}"
         self.env = {
@@ -242,8 +242,8 @@ def running(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def stack(*, aof: bool = False, **settings: Any) -> Iterator[Stack]:
-    s = Stack(aof=aof, **settings)
+def stack(*, aof: bool = False, redis_password: str | None = None, **settings: Any) -> Iterator[Stack]:
+    s = Stack(aof=aof, redis_password=redis_password, **settings)
     try:
         s.start_api()
         yield s

@@ -135,6 +135,8 @@ def test_robots_txt_disallows_navigations_when_asked_and_is_fetched_once(deploy:
 
     assert (start_done["state"], start_done["category"]) == ("failed", "url_blocked"), start_done
     assert "robots.txt" in start_done["error"] and "/private/start" in start_done["error"]
+    assert start_done["error"].endswith("the job follows robots.txt because it asked to (--respect-robots-txt, "
+                                        "job field politeness.respect_robots_txt): leave that out to open it")
     assert later_done["state"] == "failed" and "robots.txt" in later_done["error"], later_done
     assert later_done["result"]["steps"][0]["actions"][0]["ok"], "the allowed page opened"
     assert rude_done["state"] == "succeeded", rude_done

@@ -11,6 +11,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlencode
 
 
 def free_port() -> int:
@@ -20,23 +21,25 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """``redis-server`` bound to 127.0.0.1 on a free port; ``url`` points at database 0."""
+    """``redis-server`` bound to 127.0.0.1 on a free port; ``url`` points at database 0. With
+    ``password``, the server requires it and ``url`` carries it as ``?password=`` (redis-py's form)."""
 
-    def __init__(self, *, aof: bool = False) -> None:
-        self.aof = aof
+    def __init__(self, *, aof: bool = False, password: str | None = None) -> None:
+        self.aof, self.password = aof, password
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not on PATH (apt-get install redis-server)")
         self.binary = binary
         self.dir = Path(tempfile.mkdtemp(prefix="browserd-redis-"))
         self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.url = f"redis://127.0.0.1:{self.port}/0" + (f"?{urlencode({'password': password})}" if password else "")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 10.0) -> RedisServer:
         args = [
             self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
             "--save", "", "--appendonly", "yes" if self.aof else "no", "--protected-mode", "yes",
+            *(["--requirepass", self.password] if self.password else []),
         ]
         log = open(self.dir / "redis.log", "ab")
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -47,7 +50,7 @@ class RedisServer:
                 raise RuntimeError(f"redis-server exited: {(self.dir / 'redis.log').read_text()[-2000:]}")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2) as sock:
                 sock.sendall(b"PING\r\n")
-                if sock.recv(16).startswith(b"+PONG"):
+                if sock.recv(16).startswith((b"+PONG", b"-NOAUTH")):
                     return self
             time.sleep(0.05)
         self.stop()

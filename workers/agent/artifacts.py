@@ -154,9 +154,9 @@ class ArtifactRecorder:
         if self.journal is not None and _keeps(self.options.logs, failed):
             await self._read_logs(self.journal, deadline)
             for kind in ("console", "network"):
-                lines = self.journal.lines(kind)
+                lines = self.journal.lines(kind, self.secrets.scrub_value)
                 if lines:
-                    await self._put(run_name(self.run, f"{kind}.jsonl"), self.secrets.scrub(lines).encode())
+                    await self._put(run_name(self.run, f"{kind}.jsonl"), lines.encode())
         for item in downloads:  # the session's: an earlier run's are stored already
             saved = item.state is cdp.DownloadState.completed and item.path is not None
             if saved and item.guid not in self.download_links:

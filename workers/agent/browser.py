@@ -14,13 +14,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import cdp
 import dom
 from workers.agent.cancel import CancelToken
 from workers.agent.emulation import PageSettings
-from workers.agent.errors import ActionError, ElementGone, ElementNotFound, ProxyFailed, URLBlocked
+from workers.agent.errors import ActionError, ElementGone, ElementNotFound, HostUnresolved, ProxyFailed, URLBlocked
 from workers.agent.firewall import Firewall
 from workers.agent.telemetry import SILENT, DomCapture, Telemetry
 from workers.jobs.model.actions import ElementRef
@@ -204,10 +203,11 @@ class AgentBrowser:
         """Raise ``URLBlocked`` when the egress proxy refused the connection to ``url``'s host (the
         tab then shows the proxy's refusal, or Chrome's error page for a refused tunnel)."""
         gate = self.lease.egress
-        main = _destination(url)
-        refused = next((d for d in gate.unreported() if (d.host, d.port) == main), None) if gate else None
+        refused = gate.refusal_for(url) if gate is not None else None
         if gate is not None and refused is not None:
             gate.new_refusals()
+            if refused.unresolved:
+                raise HostUnresolved(url, refused.refusal or "cannot resolve")
             raise URLBlocked(url, refused.refusal or "refused")
 
     async def raise_if_blocked(self, page: cdp.Page | None = None, url: str | None = None) -> list[str]:
@@ -360,16 +360,6 @@ def _download_note(item: cdp.Download) -> str:
     if item.state is cdp.DownloadState.completed:
         return f"downloaded the file {name} ({item.size} bytes, {item.mime})"
     return f"the download of {name} from {dom.neutralize(item.url)} was refused: {item.reason}"
-
-
-def _destination(url: str) -> tuple[str, int] | None:
-    """(host, port) a URL connects to, as the egress proxy names it."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port or {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(parts.scheme)
-    except ValueError:
-        return None
-    return ((parts.hostname or "").lower(), port) if parts.hostname and port else None
 
 
 class NavigationWatch:

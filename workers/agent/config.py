@@ -93,6 +93,11 @@ class GlobalEgress:
     allow_private_networks: bool
     allowed_networks: tuple[str, ...]
 
+    @classmethod
+    def from_settings(cls, s: Settings) -> GlobalEgress:
+        return cls(allowed_domains=tuple(s.allowed_domains), denied_domains=tuple(s.denied_domains),
+                   allow_private_networks=s.allow_private_networks, allowed_networks=tuple(s.allowed_networks))
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -132,12 +137,7 @@ class AgentConfig:
             downloads=DownloadQuota(max_bytes=s.download_max_mb * 1024 * 1024, max_files=s.download_max_files),
             screenshots=ScreenshotLimits(quality=s.artifact_screenshot_quality,
                                          max_bytes=s.artifact_screenshot_max_kb * 1024),
-            egress=GlobalEgress(
-                allowed_domains=tuple(s.allowed_domains),
-                denied_domains=tuple(s.denied_domains),
-                allow_private_networks=s.allow_private_networks,
-                allowed_networks=tuple(s.allowed_networks),
-            ),
+            egress=GlobalEgress.from_settings(s),
             pause_max_seconds=s.pause_max_seconds,
             secrets_key=s.secrets_key,
         )

@@ -84,12 +84,21 @@ class LLMTruncated(LLMOutputError):
 
 
 class URLBlocked(AgentError):
-    """A URL the job's policy refuses; the model reads ``blocked: …``."""
-
+    """A URL the job's policy refuses; the model reads ``blocked: URL: why``. The URL comes first
+    because the reason ends with what would open it (a flag, a job field, a setting)."""
 
     def __init__(self, url: str, reason: str) -> None:
         self.url, self.reason = url, reason
-        super().__init__(f"blocked: {reason}: {url}")
+        super().__init__(f"blocked: {url}: {reason}")
+
+
+class HostUnresolved(AgentError):
+    """A URL whose host name does not resolve (a typo, a name only another network knows): the
+    job's ``dns_error``, not a refusal by the policy."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url, self.reason = url, reason
+        super().__init__(f"{reason}: {url}")
 
 
 class ActionError(AgentError):

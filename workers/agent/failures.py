@@ -29,6 +29,7 @@ from workers.agent.errors import (
     ActionError,
     Cancelled,
     EgressUnavailable,
+    HostUnresolved,
     InvalidOutput,
     JobTimeout,
     LLMAuthError,
@@ -92,6 +93,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     LLMProviderError: FailureCategory.llm_error,
     # the page and the policy
     URLBlocked: FailureCategory.url_blocked,
+    HostUnresolved: FailureCategory.dns_error,
     ActionError: FailureCategory.action_error,
     InvalidOutput: FailureCategory.invalid_output,
     ResultTooLarge: FailureCategory.invalid_output,

@@ -53,22 +53,26 @@ def _request_key(url: str) -> str:
 
 @dataclass(frozen=True)
 class UrlPolicy:
-    """Allow- and deny-lists; an empty allow-list allows every domain the deny-lists do not name."""
+    """Allow- and deny-lists; an empty allow-list allows every domain the deny-lists do not name.
 
-    allowed: tuple[tuple[HostEntry, ...], ...] = ()  # every non-empty list must match
-    denied: tuple[HostEntry, ...] = ()
+    The job's lists and the operator's (settings) are kept apart, so a refusal can say which one
+    refused and what opens it (the job's ``--allow``, or nothing a job can do). Entries are read in
+    any spelling (``config.hosts.parse_entry``) and matched in one (``config.hosts``)."""
+
+    job_allowed: tuple[HostEntry, ...] = ()
+    job_denied: tuple[HostEntry, ...] = ()
+    global_allowed: tuple[HostEntry, ...] = ()
+    global_denied: tuple[HostEntry, ...] = ()
 
     @classmethod
     def build(cls, *, job_allowed: Sequence[str] = (), job_denied: Sequence[str] = (),
               global_allowed: Sequence[str] = (), global_denied: Sequence[str] = ()) -> UrlPolicy:
-        """From the lists' entries in any spelling (``config.hosts.parse_entry``)."""
-        allowed = tuple(tuple(parse_entry(d) for d in lst) for lst in (global_allowed, job_allowed) if lst)
-        denied = tuple(parse_entry(d) for d in [*global_denied, *job_denied])
-        return cls(allowed=allowed, denied=denied)
+        return cls(*(tuple(parse_entry(d) for d in lst) for lst in (job_allowed, job_denied, global_allowed,
+                                                                      global_denied)))
 
     @property
     def restricts_domains(self) -> bool:
-        return bool(self.allowed or self.denied)
+        return bool(self.job_allowed or self.job_denied or self.global_allowed or self.global_denied)
 
     def refusal(self, url: str) -> str | None:
         """Why ``url`` is refused, or None when it is allowed."""
@@ -90,12 +94,21 @@ class UrlPolicy:
         return self.host_refusal(host, port or (443 if scheme == "https" else 80))
 
     def host_refusal(self, host: str, port: int | None) -> str | None:
-        """Why the domain lists refuse ``host`` (any spelling: ``config.hosts``) on ``port``, or None."""
-        if listed(self.denied, host, port):
-            return "domain not allowed"
-        for allow_list in self.allowed:
-            if not listed(allow_list, host, port):
-                return "domain not allowed"
+        """Why the domain lists refuse ``host`` (any spelling) on ``port``, or None: the one place that
+        words a domain refusal, naming the list that refused and what (if anything) opens it."""
+        entry = next((e for e in self.global_denied if e.matches(host, port)), None)
+        if entry is not None:
+            return f"domain not allowed: {host} is on the operator's BROWSERD_DENIED_DOMAINS ({entry}); no job can open it"
+        entry = next((e for e in self.job_denied if e.matches(host, port)), None)
+        if entry is not None:
+            return (f"domain not allowed: {host} is on the job's denied_domains ({entry}); open it by dropping "
+                    f"--deny {entry} (job field denied_domains)")
+        if self.global_allowed and not listed(self.global_allowed, host, port):
+            return (f"domain not allowed: {host} is not on the operator's BROWSERD_ALLOWED_DOMAINS; no job can "
+                    "open it (the operator can add it there)")
+        if self.job_allowed and not listed(self.job_allowed, host, port):
+            return (f"domain not allowed: {host} is not on the job's allowed_domains; open it with --allow {host} "
+                    "(job field allowed_domains)")
         return None
 
     def check(self, url: str) -> None:

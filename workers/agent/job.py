@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import cdp
+from config import scrub_with
 from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
@@ -102,12 +103,18 @@ class JobSession:
         self.cancel = CancelToken(inputs.is_cancelled)
         self.pause = PauseGate(inputs.is_paused, max_seconds=self.config.pause_max_seconds)
         self.hidden = Secrets(inputs.secrets)
+        self._scrub_logs()
         self.folder = Path(tempfile.mkdtemp(prefix="browserd-downloads-"))
         self.recorder = ArtifactRecorder(inputs.artifacts, self.spec.artifacts, self.config.screenshots, self.hidden)
         self.profiles: JobProfiles | None = None
         self.ctx: JobContext | None = None
         self.history: MessageManager | None = None
         self.runs = 0
+
+    def _scrub_logs(self) -> None:
+        """Every log line of the job's context, whoever writes it, is scrubbed like its records."""
+        if self.hidden:
+            scrub_with(self.hidden.scrub)
 
     @property
     def usable(self) -> bool:
@@ -122,6 +129,7 @@ class JobSession:
         if self.runs and (task is None or not self.usable):
             raise RuntimeError("a follow-up needs a task and a session whose first run prepared its browser")
         self.runs += 1
+        self._scrub_logs()  # a follow-up runs in its own delivery's log context
         self.recorder.begin_run(self.runs)
         started_at, started = datetime.now(UTC), time.monotonic()
         steps = StepLog(_screenshots_then(self.recorder, on_step), self.hidden)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,10 +76,11 @@ class Journal:
         else:
             self._keep(self.console, {**record, "level": f"{entry.get('source', 'browser')}:{record['level']}"})
 
-    def lines(self, kind: str) -> str:
-        """One JSON object per line (``console`` or ``network``), oldest first."""
+    def lines(self, kind: str, clean: Callable[[Any], Any] = lambda entry: entry) -> str:
+        """One JSON object per line (``console`` or ``network``), oldest first, each ``clean``-ed
+        (the job's secrets scrubbed from its strings) before it is written."""
         entries = sorted(self.console if kind == "console" else self.network, key=lambda e: e["time"])
-        return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+        return "".join(json.dumps(clean(e), ensure_ascii=False) + "\n" for e in entries)
 
 
 def _seconds(timestamp: Any) -> float:

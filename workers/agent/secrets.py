@@ -4,31 +4,33 @@ The model knows only names: the task message lists them, and it writes ``<secret
 where a value belongs; ``input_text`` fills the value in at the last moment (``fill``), and the
 action's result and record keep the placeholder. Whatever the page echoes back (an input's value
 in the next snapshot, a greeting with the user name, a URL carrying it) is replaced by the
-placeholder on its way to the model, to step records, events, the result and the logs
-(``scrub``), both as written and as JSON writes it.
+placeholder on its way to the model, to step records, events, the result, the logs and the
+artifacts (``scrub``), in every form a page can echo it: the one scrubber,
+``workers.jobs.secrets.scrubber``, built once per job.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
 from workers.agent.errors import ActionError
+from workers.jobs.secrets.scrubber import Scrubber, placeholder
 
 PLACEHOLDER = re.compile(r"<secret>\s*([A-Za-z][A-Za-z0-9_]{0,63})\s*</secret>")
-
-
-def placeholder(name: str) -> str:
-    return f"<secret>{name}</secret>"
 
 
 @dataclass(frozen=True)
 class Secrets:
     values: Mapping[str, str] = field(default_factory=dict)
+    scrubber: Scrubber = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scrubber", Scrubber(self.values))  # every form of every value, compiled once
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -45,19 +47,19 @@ class Secrets:
         return PLACEHOLDER.sub(value, text)
 
     def scrub(self, text: str) -> str:
-        """``text`` with every value (longest first, raw and JSON-escaped) replaced by its placeholder."""
-        for name, secret in sorted(self.values.items(), key=lambda kv: -len(kv[1])):
-            text = text.replace(secret, placeholder(name))
-            escaped = json.dumps(secret)[1:-1]
-            if escaped != secret:
-                text = text.replace(escaped, placeholder(name))
-        return text
+        """``text`` with every echo of every value (any encoding, any case) replaced by its placeholder."""
+        return self.scrubber.scrub(text)
+
+    def scrub_value(self, value: Any) -> Any:
+        """A JSON-like value (a console entry, a record's dump) with every string scrubbed."""
+        return self.scrubber.scrub_value(value)
 
     def scrub_model(self, model: BaseModel) -> BaseModel:
-        """A pydantic record (a step, a result) with its text scrubbed everywhere."""
+        """A pydantic record (a step, a result) with every string in it scrubbed, field by field
+        (scrubbing its JSON text could cut through the quotes around a value)."""
         if not self.values:
             return model
-        return type(model).model_validate_json(self.scrub(model.model_dump_json()))
+        return type(model).model_validate(self.scrub_value(model.model_dump(mode="json")))
 
     def task_note(self) -> str:
         """What the task message says about them: names and how to use them, never a value."""

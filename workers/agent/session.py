@@ -27,7 +27,7 @@ from workers.agent.firewall import Firewall, admit_egress
 from workers.agent.navigator import ListedTab, page_view
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.browsing import Viewport
-from workers.jobs.sessions.models import Command, ReplyCode, SessionReply, check_args
+from workers.jobs.sessions.models import Command, ReplyCode, SessionRecord, SessionReply, check_args
 
 SCREENSHOT_QUALITY = 70
 STATE_TEXT_MAX = 60_000  # characters of readable page text one get_state returns
@@ -46,17 +46,19 @@ class SessionBrowser:
         return self.ctx.browser
 
     @classmethod
-    async def open(cls, lease: cdp.Lease, config: AgentConfig, *, session_id: str, allowed_networks: list[str],
-                   viewport: Viewport | None = None) -> SessionBrowser:
-        """The lease under the session's egress rule, its downloads refused, its dialogs dismissed."""
-        policy = admit_egress(lease, config.egress, allowed_networks=allowed_networks)
+    async def open(cls, lease: cdp.Lease, config: AgentConfig, *, session_id: str, access: SessionRecord) -> SessionBrowser:
+        """The lease under the session's egress rule (its domain lists and networks, ``access``), its
+        downloads refused, its dialogs dismissed, its tabs ``access.viewport`` in size."""
+        policy = admit_egress(lease, config.egress, allowed_domains=access.allowed_domains,
+                              denied_domains=access.denied_domains, allowed_networks=access.allowed_networks)
         cancel = CancelToken()
         browser = AgentBrowser(lease, Firewall(policy), cancel, viewport_expansion=config.defaults.viewport_expansion,
                                downloads=cdp.DownloadLimits(folder=None))
         await browser.start()
         # The context's spec: what an action may read of "its job" (the config, no secrets, no model).
-        spec = JobSpec(task=f"interactive session {session_id}", allowed_networks=allowed_networks)
-        return cls(JobContext(spec=spec, config=config, browser=browser, cancel=cancel), viewport)
+        spec = JobSpec(task=f"interactive session {session_id}", allowed_networks=access.allowed_networks,
+                       allowed_domains=access.allowed_domains, denied_domains=access.denied_domains)
+        return cls(JobContext(spec=spec, config=config, browser=browser, cancel=cancel), access.viewport)
 
     async def run(self, name: Command, args: dict[str, Any]) -> SessionReply:
         """One command; its failure comes back as a reply with a code (a dead browser propagates)."""

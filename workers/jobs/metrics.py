@@ -437,8 +437,9 @@ WORKER_INFO = WorkerInfo()
 REGISTRY.register(WORKER_INFO)
 
 
-def start_worker_metrics_server(port: int, addr: str = "0.0.0.0", *, node: str | None = None) -> Any:
-    """Serve this worker's metrics over HTTP in a daemon thread; returns the server (``.shutdown()``).
+def start_worker_metrics_server(port: int, addr: str, *, node: str | None = None) -> Any:
+    """Serve this worker's metrics over HTTP on ``addr``:``port`` (BROWSERD_METRICS_HOST, loopback unless
+    the deployment opens it) in a daemon thread; returns the server (``.shutdown()``).
     ``node`` (the worker's Celery node name) labels ``browserd_worker_info``.
 
     browserd's worker runs Celery's ``threads`` pool: every job of a worker runs in this one

@@ -10,9 +10,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+from daemon.cli.access import access_fields, add_access_flags
 from daemon.cli.output import EXIT_FAILED, EXIT_USAGE, api_command, client, print_json
 from daemon.cli.progress import follow_batch
+from workers.jobs.errors import SpecError
+from workers.jobs.specs.batch_body import merged, parse_body
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,20 +28,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cancel", metavar="BATCH_ID", help="cancel that batch's unfinished jobs instead")
     p.add_argument("--attach", metavar="BATCH_ID", help="follow an existing batch's progress (implies --wait)")
     p.add_argument("--json", action="store_true", help="print the batch record as JSON")
+    add_access_flags(p, every_job=True)
     p.set_defaults(handler=run)
 
 
-def body_of(args: argparse.Namespace) -> bytes:
-    raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
-    if not (args.defaults or args.webhook):
+class FlagError(ValueError):
+    """A flag's value is wrong (not the batch file): the message names the flag."""
+
+
+def flag_defaults(args: argparse.Namespace) -> dict[str, Any]:
+    """``--defaults`` with ``--allow``/``--deny``/``--allow-network`` over it."""
+    defaults: Any = {}
+    if args.defaults:
+        try:
+            defaults = json.loads(args.defaults)
+        except ValueError as exc:
+            raise FlagError(f"--defaults is not JSON: {exc}") from None
+        if not isinstance(defaults, dict):
+            raise FlagError("--defaults must be a JSON object of job spec fields, e.g. '{\"timeout\": 60}'")
+    return {**defaults, **access_fields(args)}
+
+
+def body_of(args: argparse.Namespace, raw: bytes) -> bytes:
+    """The body to send: the file as it is, or, with flags for every job, the file read (any of its
+    forms, a JSONL header line included) and sent as one object whose defaults are the file's with
+    the flags' over them (key by key) and whose webhook is ``--webhook`` or the file's."""
+    extra = flag_defaults(args)
+    if not (extra or args.webhook):
         return raw
-    header = {"defaults": json.loads(args.defaults) if args.defaults else {}}
-    if args.webhook:
-        header["webhook_url"] = args.webhook
-    text = raw.decode().strip()
-    if text.startswith("["):  # a JSON array: wrap it, keeping its items
-        return json.dumps({"jobs": json.loads(text), **header}).encode()
-    return (json.dumps(header) + "\n" + text + "\n").encode()
+    request = parse_body(raw)  # a SpecError names the file's bad part
+    body = {"jobs": request.jobs, "defaults": merged(request.defaults, extra), "mode": request.mode,
+            "webhook_url": args.webhook or request.webhook_url}
+    return json.dumps({k: v for k, v in body.items() if v is not None}).encode()
 
 
 @api_command
@@ -53,10 +75,18 @@ def run(args: argparse.Namespace) -> int:
         batch = api.batch(args.attach)
     else:
         try:
-            body = body_of(args)
-        except (OSError, ValueError) as exc:
+            raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+        except OSError as exc:
             print(f"browserd batch: cannot read {args.file}: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        try:
+            body = body_of(args, raw)
+        except FlagError as exc:
+            print(f"browserd batch: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except SpecError as exc:
+            print(f"browserd batch: {args.file}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         batch = api.submit_batch(body)
         print(f"batch {batch.id}: {batch.total} jobs queued", file=sys.stderr)
     wait = args.wait or bool(args.attach)

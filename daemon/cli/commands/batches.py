@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from daemon.cli.output import api_command, client, print_json
+from workers.jobs.batches.models import BatchRecord
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +22,12 @@ def run(args: argparse.Namespace) -> int:
         print_json([b.model_dump(mode="json") for b in batches])
         return 0
     for b in batches:
-        schedule = f"  schedule={b.schedule_id}" if b.schedule_id else ""
-        print(f"{b.id}  {b.state}  {b.done}/{b.total}  failed={b.counts.failed}  "
-              f"created={b.created_at:%Y-%m-%d %H:%M:%S}{schedule}")
+        print(line(b))
     return 0
+
+
+def line(b: BatchRecord) -> str:
+    """One batch as listings print it (``batches``, ``schedule runs``, ``schedule run``)."""
+    schedule = f"  schedule={b.schedule_id}" if b.schedule_id else ""
+    return (f"{b.id}  {b.state}  {b.done}/{b.total}  failed={b.counts.failed}  "
+            f"created={b.created_at:%Y-%m-%d %H:%M:%S}{schedule}")

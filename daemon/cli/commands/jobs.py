@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from daemon.cli.output import api_command, client, print_json, summary
+from daemon.cli.output import UsageError, api_command, client, print_json, summary
 from workers.jobs.ids import is_id
 from workers.jobs.model.status import JobStatus
 
@@ -25,9 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     bad = [item for item in args.label if "=" not in item.strip("=")]
     if bad:
-        raise SystemExit(f"browserd jobs: --label {bad[0]!r} is not K=V")
+        raise UsageError(f"jobs: --label {bad[0]!r} is not K=V")
     if args.schedule is not None and not is_id(args.schedule):
-        raise SystemExit(f"browserd jobs: --schedule {args.schedule!r} is not a schedule id (32 lowercase hex "
+        raise UsageError(f"jobs: --schedule {args.schedule!r} is not a schedule id (32 lowercase hex "
                          "digits, as `browserd schedule list` shows)")
     labels = dict(item.partition("=")[::2] for item in args.label)
     page = client().jobs(state=args.state, labels=labels or None, schedule=args.schedule, limit=args.limit,
@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for job in page.jobs:
         print(summary(job.model_dump(mode="json")))
+    if not page.jobs:
+        filtered = args.state or args.label or args.schedule or args.cursor is not None
+        print("no jobs" + (" match these filters" if filtered else " yet: submit one with 'browserd submit'"))
     if page.next_cursor is not None:
         print(f"more: {next_page_command(args, page.next_cursor)}")
     return 0

@@ -6,6 +6,7 @@ A job replays one with ``{"recipe": NAME, "params": {...}}`` (``browserd submit 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from daemon.cli.commands.submit import params_of
@@ -46,7 +47,8 @@ def line(info: RecipeInfo) -> str:
 def details(info: RecipeInfo) -> str:
     lines = [line(info), f"task: {info.recipe.task}", f"start: {info.recipe.start_url or '-'}",
                   f"versions: {', '.join(map(str, info.versions))}"]
-    lines += [f"  {n}. {step.action} {step.params}" for n, step in enumerate(info.recipe.steps, 1)]
+    lines += [f"  {n}. {step.action} {json.dumps(step.params, ensure_ascii=False, default=str)}"
+              for n, step in enumerate(info.recipe.steps, 1)]
     return "\n".join(lines)
 
 

@@ -19,6 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from config import load_settings, setup_logging
+from daemon.cli.access import access_fields, add_access_flags
+from daemon.cli.output import EXIT_FAILED, EXIT_USAGE, UsageError, json_argument
 from workers.jobs.errors import SpecError
 from workers.jobs.model.actions import validate_script
 from workers.jobs.model.spec import JobSpec
@@ -31,9 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task", nargs="?", help="what the agent should do (omit with --script)")
     p.add_argument("--start-url", help="page opened before the first step")
     p.add_argument("--script", type=Path, help="JSON file with a list of actions to run instead of the agent")
-    p.add_argument("--output-schema", type=Path, help="JSON schema file the job's data must satisfy")
-    p.add_argument("--allow", action="append", default=[], metavar="DOMAIN", help="allowed domain (repeatable)")
-    p.add_argument("--deny", action="append", default=[], metavar="DOMAIN", help="denied domain (repeatable)")
+    p.add_argument("--output-schema", metavar="FILE_OR_JSON",
+                   help="JSON schema the job's data must satisfy: a file, or the JSON itself")
+    add_access_flags(p)
     p.add_argument("--max-steps", type=int, help="agent steps before giving up")
     p.add_argument("--timeout", type=float, help="wall-clock limit of the job in seconds")
     p.add_argument("--profile", metavar="NAME", help="start from this stored auth profile (needs BROWSERD_REDIS_URL)")
@@ -53,29 +55,32 @@ def run(args: argparse.Namespace) -> int:
             check_output_schema(spec.output_schema)
     except (ValidationError, ValueError, SpecError) as exc:
         print(f"browserd run: invalid job: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     setup_logging(settings.log_level if settings.log_level != "INFO" else "WARNING", json_lines=settings.log_json)
     result = asyncio.run(_run(spec, settings, show_steps=not args.json))
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
         _print(result)
-    return 0 if result.status is JobStatus.succeeded else 1
+    return 0 if result.status is JobStatus.succeeded else EXIT_FAILED
 
 
 def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
-    fields: dict[str, Any] = {"allowed_domains": args.allow, "denied_domains": args.deny}
+    fields: dict[str, Any] = access_fields(args)
     if args.script:
-        fields["script"] = validate_script(json.loads(args.script.read_text()))
+        try:
+            fields["script"] = validate_script(json.loads(args.script.read_text()))
+        except OSError as exc:
+            raise UsageError(f"run: cannot read the script {args.script}: {exc.strerror or exc}") from None
     else:
         fields["task"] = args.task
     if args.start_url:
         fields["start_url"] = args.start_url
-    if args.output_schema:
-        fields["output_schema"] = json.loads(args.output_schema.read_text())
-    if args.max_steps:
+    if args.output_schema is not None:
+        fields["output_schema"] = json_argument("--output-schema", args.output_schema)
+    if args.max_steps is not None:  # 0 too: the spec's validation says why it is refused
         fields["options"] = {"max_steps": args.max_steps}
-    if args.timeout:
+    if args.timeout is not None:
         fields["timeout"] = args.timeout
     for name in ("profile", "save_profile", "credentials"):
         if getattr(args, name):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from daemon.cli.output import api_command, client, print_json
+from daemon.cli.commands import batches
+from daemon.cli.output import api_command, client, json_argument, print_json
 
 ACTIONS = ("pause", "resume", "delete", "run", "runs")
 
@@ -47,9 +47,9 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
         spec["name"] = args.name
     spec["cron" if args.cron else "every"] = args.cron or args.every
     if args.job:
-        spec["job"] = json.loads(args.job.read_text())
+        spec["job"] = json_argument("--job", str(args.job))
     else:
-        batch = json.loads(args.batch.read_text())
+        batch = json_argument("--batch", str(args.batch))
         spec["batch"] = {"jobs": batch} if isinstance(batch, list) else batch
     return spec
 
@@ -71,8 +71,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         answer = api.schedule(args.schedule_id, args.action)
     result = _plain(answer)
-    if args.json or args.action in ("runs", "run"):
+    if args.json:
         print_json(result)
+    elif args.action == "runs":
+        for batch in answer:
+            print(batches.line(batch))
+        if not answer:
+            print(f"no runs of {args.schedule_id} yet")
+    elif args.action == "run":
+        print(batches.line(answer))
     elif args.action == "list":
         for s in result:
             print(line(s))

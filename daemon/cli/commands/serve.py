@@ -15,22 +15,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from config import setup_logging
     from daemon.api import create_app
     from daemon.api.exposure import check_exposure
+    from daemon.api.server import run as serve
 
     settings = load_settings()
     setup_logging(settings.log_level, json_lines=settings.log_json)
-    host = args.host or settings.api_host
-    check_exposure(host, settings)
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=host,
-        port=args.port if args.port is not None else settings.api_port,
-        log_level=settings.log_level.lower(),
-        access_log=settings.log_level == "DEBUG",
-    )
+    # the address actually bound, so the Host check (config.api_hosts) and /mcp judge by it, not by the default
+    settings = settings.model_copy(update={"api_host": args.host or settings.api_host,
+                                           "api_port": args.port if args.port is not None else settings.api_port})
+    check_exposure(settings.api_host, settings)
+    serve(create_app(settings), settings)
     return 0

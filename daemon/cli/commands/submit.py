@@ -8,14 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from daemon.cli.access import access_fields, add_access_flags
 from daemon.cli.output import (
+    UsageError,
     api_command,
     client,
     exit_code,
     follow,
+    json_argument,
     print_job,
     print_json,
 )
+from daemon.cli.progress import NO_WORKER
+from workers.jobs.model.status import JobStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,8 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task", nargs="?", help="what the agent should do (omit with --script)")
     p.add_argument("--start-url", help="page opened before the first step")
     p.add_argument("--script", type=Path, help="JSON file holding a list of actions, run with no LLM")
+    p.add_argument("--output-schema", metavar="FILE_OR_JSON",
+                   help="JSON schema the job's data must satisfy: a file, or the JSON itself")
     p.add_argument("--max-steps", type=int, help="step budget of the agent")
     p.add_argument("--timeout", type=float, help="wall-clock limit in seconds")
+    p.add_argument("--keep-session", type=float, metavar="SECONDS",
+                   help="keep the browser this long after the job for follow-up tasks (browserd follow-up)")
+    p.add_argument("--webhook", metavar="URL", help="POSTed the result when the job finishes (job field webhook_url)")
     p.add_argument("--priority", choices=["high", "normal", "low"], default="normal")
     p.add_argument("--label", action="append", default=[], metavar="K=V", help="tag the job (repeatable)")
     p.add_argument("--idempotency-key", help="submitting the same key again returns the same job")
@@ -40,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save-profile", metavar="NAME", help="save the job's cookies and localStorage here if it succeeds")
     p.add_argument("--recipe", metavar="NAME", help="replay a saved recipe instead of a TASK (browserd recipe save)")
     p.add_argument("--param", action="append", default=None, metavar="NAME=VALUE", help="a recipe parameter (repeat)")
+    add_access_flags(p)
     p.add_argument("--wait", action="store_true", help="follow the job's events until it finishes")
     p.add_argument("--json", action="store_true", help="print the job as JSON")
     p.set_defaults(handler=run)
@@ -53,14 +64,14 @@ def params_of(items: list[str] | None) -> dict[str, str] | None:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
-            raise SystemExit(f"browserd: --param {item!r} is not NAME=VALUE")
+            raise UsageError(f"--param {item!r} is not NAME=VALUE")
         params[name] = value
     return params
 
 
 def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     if sum(x is not None for x in (args.task, args.script, args.recipe)) != 1:
-        raise SystemExit("browserd submit: give a TASK, --script FILE or --recipe NAME (exactly one)")
+        raise UsageError("submit: give a TASK, --script FILE or --recipe NAME (exactly one)")
     spec: dict[str, Any] = {"priority": args.priority}
     if args.recipe is not None:
         spec["recipe"] = args.recipe
@@ -69,15 +80,22 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         try:
             spec["script"] = json.loads(args.script.read_text())
         except (OSError, ValueError) as exc:
-            raise SystemExit(f"browserd submit: cannot read the script {args.script}: {exc}") from None
+            raise UsageError(f"submit: cannot read the script {args.script}: {exc}") from None
     else:
         spec["task"] = args.task
     if args.start_url:
         spec["start_url"] = args.start_url
-    if args.max_steps:
-        spec["options"] = {"max_steps": args.max_steps}
-    if args.timeout:
+    spec.update(access_fields(args))
+    if args.output_schema is not None:
+        spec["output_schema"] = json_argument("--output-schema", args.output_schema)
+    options = {name: value for name, value in (("max_steps", args.max_steps), ("keep_session", args.keep_session))
+               if value is not None}  # 0 is sent too: the API says why it is refused
+    if options:
+        spec["options"] = options
+    if args.timeout is not None:
         spec["timeout"] = args.timeout
+    if args.webhook is not None:
+        spec["webhook_url"] = args.webhook
     if args.idempotency_key:
         spec["idempotency_key"] = args.idempotency_key
     if args.credentials:
@@ -95,7 +113,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.label:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"browserd submit: --label {item!r} is not K=V")
+            raise UsageError(f"submit: --label {item!r} is not K=V")
         labels[key] = value
     if labels:
         spec["labels"] = labels
@@ -109,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
     if not job.get("created", True):
         print(f"an existing job has this idempotency key: {job['id']}", file=sys.stderr)
     if args.wait:
-        print(f"job {job['id']} queued; following it", file=sys.stderr)
+        alone = job["state"] == JobStatus.queued and not api.live_workers()  # it would sit there silently
+        print(f"job {job['id']} queued; following it" + (f" ({NO_WORKER})" if alone else ""), file=sys.stderr)
         job = follow(api, job["id"], out=sys.stderr)
     if args.json:
         print_json(job)

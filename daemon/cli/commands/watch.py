@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 @api_command
 def run(args: argparse.Namespace) -> int:
     api = client()
+    api.get(args.job_id)  # an unknown job (exit 1) or an API never reached (exit 3) is said at once
     for event in api.follow(args.job_id):
         if args.json:
             print(json.dumps({"id": event.id, "event": event.type, "data": event.data}), flush=True)

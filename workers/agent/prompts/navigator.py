@@ -40,7 +40,7 @@ Written as [index]<tag attributes>text />:
    - If stuck, try another way: go back, search again, open a new tab.
    - Close cookie banners and popups. Use wait if the page is still loading.
    - Open a new tab for side research instead of leaving the current page.
-   - A result "blocked: domain not allowed" means the URL is off-limits: do not retry it.
+   - A result "blocked: URL: ..." (domain not allowed, a closed network) means the URL is off-limits: do not retry it.
 5. Completion:
    - Use done as the last action once the whole task is complete, with every requested piece of
      information in its text. Do not use done earlier, unless this is the last allowed step:

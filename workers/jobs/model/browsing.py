@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
+from config.hosts import normalise_entries
+
 ProxyScheme = Literal["http", "https", "socks5"]
 PROXY_DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443, "socks5": 1080}
 ResourceKind = Literal["images", "media", "fonts"]
@@ -143,6 +145,13 @@ def check_timezone(value: str | None) -> str | None:
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"{value!r} is not an IANA time zone (e.g. 'Europe/Berlin')") from None
     return value
+
+
+def check_domains(value: list[str]) -> list[str]:
+    """Entries of an allow- or deny-list (a job's, a session's) in their one spelling (``config.hosts``):
+    ``EVIL.example.`` is kept as ``evil.example``, ``bücher.example`` as its punycode, ``2130706433``
+    as 127.0.0.1; anything that is not a name or an address is refused naming it."""
+    return normalise_entries(value)
 
 
 def check_block(value: list[str]) -> list[str]:

@@ -21,7 +21,6 @@ from pydantic import (
 )
 
 from config import OutputMethod, ReasoningEffort
-from config.hosts import normalise_entries
 from config.networks import parse_networks
 from workers.jobs.model.browsing import (
     Geolocation,
@@ -31,6 +30,7 @@ from workers.jobs.model.browsing import (
     UserAgent,
     Viewport,
     check_block,
+    check_domains,
     check_headers,
     check_locale,
     check_timezone,
@@ -109,6 +109,16 @@ class AgentOptions(BaseModel):
 
 ScreenshotPolicy = Literal["every_step", "on_failure", "off"]
 KeepPolicy = Literal["always", "on_failure", "off"]
+
+
+def check_secret_values(value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+    """A job's or a credential set's values: each ``MIN_SECRET`` to ``MAX_SECRET`` characters, the
+    bound of the scrubber (``workers.jobs.secrets.scrubber``)."""
+    for name, secret in value.items():
+        if not MIN_SECRET <= len(secret.get_secret_value()) <= MAX_SECRET:
+            raise ValueError(f"secret {name!r}: {MIN_SECRET} to {MAX_SECRET} characters (a shorter value could "
+                             "not be told apart from ordinary text, so it could not be kept out of prompts)")
+    return value
 
 
 class ArtifactOptions(BaseModel):
@@ -232,7 +242,7 @@ class JobSpec(BaseModel):
     def _domains(cls, value: list[str]) -> list[str]:
         """Entries kept in their one spelling (``config.hosts``): ``EVIL.example.`` is stored
         ``evil.example``, ``bücher.example`` its punycode, ``2130706433`` 127.0.0.1."""
-        return normalise_entries(value)
+        return check_domains(value)
 
     @field_validator("extra_http_headers")
     @classmethod
@@ -262,11 +272,7 @@ class JobSpec(BaseModel):
     @field_validator("secrets")
     @classmethod
     def _secret_values(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
-        for name, secret in value.items():
-            if not MIN_SECRET <= len(secret.get_secret_value()) <= MAX_SECRET:
-                raise ValueError(f"secret {name!r}: {MIN_SECRET} to {MAX_SECRET} characters (a shorter value could "
-                                 "not be told apart from ordinary text, so it could not be kept out of prompts)")
-        return value
+        return check_secret_values(value)
 
     @field_validator("labels")
     @classmethod

@@ -74,6 +74,18 @@ def limits_for(options: PolitenessOptions, settings: Settings, *, refuse: bool =
     )
 
 
+def robots_remedy(options: PolitenessOptions, settings: Settings) -> str:
+    """What makes a job follow robots.txt, and what (if anything) lifts it: the tail of a robots
+    refusal, so it names its rule and the flag or setting that opens the URL, as other refusals do."""
+    if settings.respect_robots_txt and not settings.politeness_allow_looser:
+        return "; the operator's BROWSERD_RESPECT_ROBOTS_TXT makes every job follow robots.txt: no job can open it"
+    if settings.respect_robots_txt:
+        return ("; the operator's BROWSERD_RESPECT_ROBOTS_TXT makes jobs follow robots.txt: open it with the job "
+                "field politeness.respect_robots_txt=false (BROWSERD_POLITENESS_ALLOW_LOOSER allows it here)")
+    return ("; the job follows robots.txt because it asked to (--respect-robots-txt, job field "
+            "politeness.respect_robots_txt): leave that out to open it")
+
+
 def _looser_fields(own: PolitenessLimits, glob: PolitenessLimits) -> list[tuple[str, str, str]]:
     """(field, what is allowed, setting) for each limit of ``own`` looser than ``glob``."""
     out = []

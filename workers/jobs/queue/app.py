@@ -26,11 +26,13 @@ from __future__ import annotations
 import os
 import socket
 from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from celery import Celery
-from kombu import Exchange, Queue
+from kombu import Connection, Exchange, Queue
 
 from config import ConfigError, Settings, get_settings
+from config.masking import mask_url
 from workers.jobs.queue.limits import hard_limit
 from workers.jobs.queue.names import (
     DELIVER_WEBHOOK,
@@ -51,10 +53,47 @@ def default_node_name() -> str:
     return f"browserd-{os.getpid()}@{socket.gethostname()}"
 
 
+URL_ONLY_PARAMS = ("username", "password", "db")
+
+
+def kombu_url(url: str | None) -> str | None:
+    """The Redis URL as Celery's transport (kombu) can read it.
+
+    redis-py, which the store and RedBeat use, takes ``?username=``, ``?password=`` and ``?db=``; kombu
+    passes every query parameter on as a keyword argument of its connection and fails on these
+    (``TypeError: ... multiple values for keyword argument 'password'``), so with such a URL every
+    publish failed and every submission answered 503. They move into the URL's user-info and path,
+    where both libraries read them (a query value wins over the user-info, as in redis-py).
+    """
+    if not url or not url.startswith(("redis://", "rediss://")):
+        return url
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    moved = {name: value for name, value in query if name in URL_ONLY_PARAMS}
+    if not moved:
+        return url
+    user = moved.get("username", unquote(parts.username or ""))
+    password = moved.get("password", None if parts.password is None else unquote(parts.password))
+    userinfo = quote(user, safe="") + (f":{quote(password, safe='')}" if password is not None else "")
+    host = parts.netloc.rpartition("@")[2]
+    path = f"/{moved['db']}" if "db" in moved else parts.path
+    rest = urlencode([(name, value) for name, value in query if name not in URL_ONLY_PARAMS])
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}" if userinfo else host, path=path, query=rest))
+
+
 def broker_url(settings: Settings) -> str:
+    """The broker's URL, checked at start: one the transport cannot read fails here with its name, not
+    later as a 503 at every submission."""
     if not settings.redis_url:
         raise ConfigError("BROWSERD_REDIS_URL is not set; point it at the Redis that holds the queue and job state")
-    return settings.redis_url
+    url = kombu_url(settings.redis_url) or ""
+    if url.startswith(("redis://", "rediss://")):
+        try:
+            Connection(url)  # parses only; connects on first use
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"BROWSERD_REDIS_URL={mask_url(settings.redis_url)!r} cannot be used as Celery's "
+                              f"broker ({exc}); move that query parameter out of the URL") from None
+    return url
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -65,7 +104,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     """
     soft = settings.job_timeout
     return {
-        "broker_url": settings.redis_url,
+        "broker_url": kombu_url(settings.redis_url),
         "broker_connection_retry_on_startup": True,
         "broker_transport_options": {
             # A message delivered but not acknowledged within this time goes back to its queue:
@@ -119,7 +158,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_redirect_stdouts": False,
         # Scheduled crawls: RedBeat keeps schedules in this Redis; beat wakes at least every few
         # seconds so a schedule created through the API fires on time (daemon/schedules.py).
-        "redbeat_redis_url": settings.redis_url,
+        "redbeat_redis_url": kombu_url(settings.redis_url),
         "redbeat_key_prefix": "browserd:redbeat:",
         "beat_max_loop_interval": 5,
         "accept_content": ["json"],

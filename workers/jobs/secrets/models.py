@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from workers.jobs.model.browsing import SecretName
-from workers.jobs.model.spec import MAX_SECRETS
+from workers.jobs.model.spec import MAX_SECRETS, check_secret_values
 
 
 class CredentialSet(BaseModel):
@@ -17,6 +17,11 @@ class CredentialSet(BaseModel):
 
     name: SecretName
     secrets: dict[SecretName, SecretStr] = Field(min_length=1, max_length=MAX_SECRETS)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_values(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        return check_secret_values(value)  # a job's bound: shorter values could not be scrubbed apart from text
 
 
 class CredentialInfo(BaseModel):

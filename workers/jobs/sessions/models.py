@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from config.networks import parse_networks
-from workers.jobs.model.browsing import Viewport
+from workers.jobs.model.browsing import Viewport, check_domains
 
 OPEN_WAIT = 90.0  # seconds open_session waits for a worker to lease a context and open the start URL
 COMMAND_WAIT = 60.0  # seconds a command waits for its reply
@@ -58,6 +58,10 @@ class SessionOptions(BaseModel):
         description="Private networks this session may reach (CIDRs, e.g. '10.1.0.0/16'); private networks are "
         "closed unless opened here or by the settings, as for a job.",
     )
+    allowed_domains: list[str] = Field(default_factory=list, max_length=256,
+                                       description="Only these domains (and subdomains), as a job's.")
+    denied_domains: list[str] = Field(default_factory=list, max_length=256,
+                                      description="Never these domains (and subdomains), as a job's.")
     idle_timeout: float | None = Field(
         None, gt=0, description="Seconds without a command before the session closes itself; at most "
         "BROWSERD_SESSION_IDLE_TIMEOUT (the default).")
@@ -67,6 +71,11 @@ class SessionOptions(BaseModel):
     @classmethod
     def _networks(cls, value: list[str]) -> list[str]:
         return parse_networks(value)
+
+    @field_validator("allowed_domains", "denied_domains")
+    @classmethod
+    def _domains(cls, value: list[str]) -> list[str]:
+        return check_domains(value)
 
 
 class SessionRecord(BaseModel):
@@ -81,6 +90,8 @@ class SessionRecord(BaseModel):
     url: str | None = Field(None, description="The current tab's URL after the last command.")
     start_url: str | None = None
     allowed_networks: list[str] = Field(default_factory=list)
+    allowed_domains: list[str] = Field(default_factory=list)
+    denied_domains: list[str] = Field(default_factory=list)
     viewport: Viewport | None = None
 
 

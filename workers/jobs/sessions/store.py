@@ -78,6 +78,8 @@ class SessionStore:
         fields = {"id": session_id, "state": SessionStatus.opening.value, "created_at": repr(now),
                   "idle_timeout": repr(options.idle_timeout), "start_url": str(options.start_url or ""),
                   "allowed_networks": json.dumps(options.allowed_networks),
+                  "allowed_domains": json.dumps(options.allowed_domains),
+                  "denied_domains": json.dumps(options.denied_domains),
                   "viewport": options.viewport.model_dump_json() if options.viewport else ""}
         argv = [repr(now), max_open, repr(now + ttl), int(ttl), session_id, *(x for kv in fields.items() for x in kv)]
         if not await self._open(keys=[self.keys.sessions, self.keys.session(session_id)], args=argv):
@@ -183,6 +185,8 @@ def _record(raw: dict[str, str]) -> SessionRecord:
         last_command_at=_epoch(raw.get("last_command_at")), idle_timeout=float(raw.get("idle_timeout") or 0),
         worker=raw.get("worker") or None, url=raw.get("url") or None, start_url=raw.get("start_url") or None,
         allowed_networks=json.loads(raw.get("allowed_networks") or "[]"),
+        allowed_domains=json.loads(raw.get("allowed_domains") or "[]"),
+        denied_domains=json.loads(raw.get("denied_domains") or "[]"),
         viewport=Viewport.model_validate_json(raw["viewport"]) if raw.get("viewport") else None,
     )
 

@@ -73,6 +73,8 @@ key                             type       holds
                                            that domain (``politeness_navigation_reserve.lua``); expires
 ``P robots:{origin}``           string     JSON {status, body} of that origin's robots.txt; expires
                                            ``BROWSERD_ROBOTS_TTL`` after the fetch
+``P console:logout:{sid}``      string     a console session signed out (``daemon.console.access``): its
+                                           cookie is refused; expires when the cookie would have
 ==============================  =========  ============================================================
 
 Index sets are not expired with the records they point to: the reconciler trims them from
@@ -216,3 +218,6 @@ class Keys:
 
     def robots(self, origin: str) -> str:
         return f"{self.prefix}robots:{quote(origin, safe='')}"
+
+    def console_logout(self, session_id: str) -> str:
+        return f"{self.prefix}console:logout:{session_id}"

@@ -36,7 +36,7 @@ from workers.jobs.metrics import politeness_waiting
 from workers.jobs.model.record import EventType
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.politeness.domains import job_domain, url_domain
-from workers.jobs.politeness.options import PolitenessLimits, limits_for
+from workers.jobs.politeness.options import PolitenessLimits, limits_for, robots_remedy
 from workers.jobs.politeness.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
 from workers.jobs.politeness.slots import DomainLimits, HeldSlot, poll_slot
 from workers.pipeline.feature import Feature, Services
@@ -219,7 +219,7 @@ class JobGate:
         reason = found.refusal(url, self.politeness.settings.robots_user_agent)
         if reason is not None:
             await self.politeness.event(self.run, kind="robots", state="refused", url=url, reason=reason)
-            raise URLBlocked(url, reason)
+            raise URLBlocked(url, reason + robots_remedy(self.run.spec.politeness, self.politeness.settings))
 
     async def _fetch(self, url: str, address: str) -> RobotsFile:
         """GET robots.txt through the job's egress gate; a refusal there (of the first request or of
