@@ -2,9 +2,11 @@
 
 from config.logs import bind, note, scrub_with, setup_logging
 from config.settings import (
+    DEFAULT_MAX_TOKENS,
     MODEL_PARAMS,
     ROLES,
     ConfigError,
+    OutputMethod,
     ReasoningEffort,
     Role,
     Settings,
@@ -14,4 +16,4 @@ from config.settings import (
     settings_table,
 )
 
-__all__ = ["bind", "note", "scrub_with", "setup_logging", "MODEL_PARAMS", "ROLES", "ReasoningEffort", "Role", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]
+__all__ = ["bind", "note", "scrub_with", "setup_logging", "DEFAULT_MAX_TOKENS", "MODEL_PARAMS", "OutputMethod", "ROLES", "ReasoningEffort", "Role", "ConfigError", "Settings", "env_name", "get_settings", "load_settings", "settings_table"]

@@ -33,6 +33,10 @@ ENV_PREFIX = "BROWSERD_"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 ReasoningEffort = Literal["low", "medium", "high"]
+OutputMethod = Literal["tools", "json_schema", "json_object", "text"]
+"""How a role's model is asked for its JSON answer: a forced tool call, a JSON-schema response format,
+JSON mode (the schema in the prompt), or plain text (the schema in the prompt, parsed tolerantly)."""
+DEFAULT_MAX_TOKENS = 2048
 Role = Literal["planner", "navigator", "extractor"]
 ROLES: tuple[Role, ...] = ("planner", "navigator", "extractor")
 MODEL_PARAMS = ("temperature", "top_p", "reasoning_effort")
@@ -320,6 +324,26 @@ class Settings(BaseSettings):
         None, description="Navigator reasoning effort: low, medium or high.")
     extractor_reasoning_effort: ReasoningEffort | None = Field(
         None, description="Extractor reasoning effort: low, medium or high.")
+    planner_output: OutputMethod = Field(
+        "tools", description="How the planner is asked for its JSON answer: tools (a forced tool call), json_schema "
+        "(response_format json_schema), json_object (JSON mode, the schema in the prompt) or text (the schema in the "
+        "prompt, JSON read from the text or a code fence). docs/agent.md lists what each server takes.")
+    navigator_output: OutputMethod = Field("tools", description="How the navigator is asked for its JSON answer "
+                                           "(as BROWSERD_PLANNER_OUTPUT).")
+    extractor_output: OutputMethod = Field("tools", description="How the extractor is asked for its JSON answer "
+                                           "(as BROWSERD_PLANNER_OUTPUT).")
+    planner_max_tokens: int = Field(
+        DEFAULT_MAX_TOKENS, ge=16, le=1_000_000, description="Most tokens one planner answer may have (sent as "
+        "max_tokens; max_completion_tokens to OpenAI itself); an answer cut there fails its step as 'answer cut "
+        "at max_tokens'. Also stops a model that never ends its answer.")
+    navigator_max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=16, le=1_000_000,
+                                      description="Most tokens one navigator answer may have.")
+    extractor_max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=16, le=1_000_000,
+                                      description="Most tokens one extractor answer may have.")
+    step_timeout: float | None = Field(
+        None, gt=0, description="Seconds one agent step (its model calls and actions) may take; a step past it "
+        "fails (llm_timeout when a model call was running) and counts towards max_failures. Default: twice "
+        "BROWSERD_LLM_TIMEOUT plus 60, at least 60.")
 
     # --- agent defaults (Nanobrowser's) ----------------------------------------------------
     max_steps: int = Field(100, ge=1, description="Agent steps before a job fails with max_steps.")
@@ -461,6 +485,13 @@ class Settings(BaseSettings):
         """The sampling parameters set for a role (unset ones are left to the provider)."""
         values = {name: getattr(self, f"{role}_{name}") for name in MODEL_PARAMS}
         return {name: value for name, value in values.items() if value is not None}
+
+    def output_method(self, role: Role) -> OutputMethod:
+        return getattr(self, f"{role}_output")
+
+    def max_tokens(self, role: Role) -> int:
+        """A role's output cap: always set, since a model that never ends its answer must be stopped."""
+        return getattr(self, f"{role}_max_tokens")
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, secrets replaced by asterisks: the secret fields, and

@@ -366,8 +366,10 @@ def episode_over(items: list[Item]) -> bool:
 
 
 def navigator_said_done(request: dict[str, Any]) -> bool:
-    calls = [c for m in request["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
-    return bool(calls) and '"done"' in calls[-1]["function"]["arguments"]
+    """Whether the navigator's last answer in the history (an assistant turn holding its JSON) was done."""
+    answers = [m["content"] for m in request["messages"]
+               if m["role"] == "assistant" and not str(m["content"]).startswith("<plan>")]
+    return bool(answers) and '"done"' in answers[-1]
 
 
 MEMORY = "ProceduralMemory"

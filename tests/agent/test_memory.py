@@ -21,7 +21,6 @@ def request_chars(request) -> int:
     total = 0
     for m in request["messages"]:
         total += len(m.get("content") or "")
-        total += sum(len(c["function"]["arguments"]) for c in m.get("tool_calls") or [])
     return total
 
 

@@ -30,6 +30,8 @@ from workers.agent.errors import (
     LLMForbiddenError,
     LLMOutputError,
     LLMProviderError,
+    LLMTimeout,
+    LLMTruncated,
     MaxFailuresReached,
     MaxStepsReached,
     PausedTooLong,
@@ -73,6 +75,8 @@ LISTED: list[tuple[BaseException, C]] = [
     (MaxStepsReached(12), C.max_steps),
     (MaxFailuresReached(3, "element 4 no longer exists"), C.max_failures),
     (LLMOutputError("the answer holds no JSON object", raw="sure!"), C.max_failures),
+    (LLMTimeout(2, 300, role="navigator", model="qwen"), C.llm_timeout),
+    (LLMTruncated("planner", 2048, raw='{"observation": "the pa'), C.llm_truncated),
     # the model endpoint
     (LLMAuthError("invalid api key", role="navigator", model="gpt-4o", status=401), C.llm_auth),
     (LLMForbiddenError("model not allowed for this key", role="planner", model="o3", status=403), C.llm_auth),
@@ -102,6 +106,21 @@ LISTED: list[tuple[BaseException, C]] = [
     (EgressUnavailable(), C.internal),
     (JobVanished("0" * 32), C.internal),
 ]
+
+
+@pytest.mark.parametrize("cause, category", [
+    (LLMTimeout(3, 300, role="navigator", model="qwen"), C.llm_timeout),
+    (LLMTruncated("navigator", 2048), C.llm_truncated),
+    (LLMOutputError("the answer holds no JSON object"), C.max_failures),
+    (StepTimeout(3, 300), C.max_failures),
+    (ActionError("element 4 no longer exists"), C.max_failures),
+])
+def test_max_failures_takes_the_category_of_a_telling_last_failure(cause, category) -> None:
+    """A job whose steps kept failing because the model never answered in time, or its answers were
+    cut at max_tokens, says so; other runs of failures stay ``max_failures``."""
+    result = failure(MaxFailuresReached(3, str(cause), cause))
+    assert result.category == category
+    assert result.error.startswith("3 consecutive failures; last: ") and str(cause) in result.error
 
 
 def test_the_table_lists_exactly_the_classes_tested_here() -> None:

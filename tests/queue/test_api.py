@@ -86,6 +86,10 @@ MALFORMED = [
     (b'{"task": "x", "options": {"model_params": {"planner": {"reasoning_effort": "extreme"}}}}',
      "options.model_params.planner.reasoning_effort", "'low', 'medium' or 'high'"),
     (b'{"task": "x", "options": {"model_params": {"judge": {}}}}', "options.model_params.judge", "Extra inputs"),
+    (b'{"task": "x", "options": {"model_params": {"navigator": {"max_tokens": 0}}}}',
+     "options.model_params.navigator.max_tokens", "greater than or equal to 16"),
+    (b'{"task": "x", "options": {"model_params": {"planner": {"output": "xml"}}}}',
+     "options.model_params.planner.output", "'tools', 'json_schema', 'json_object' or 'text'"),
     (b'{"task": "x", "options": {"use_vision_for_planner": "sometimes"}}', "options.use_vision_for_planner",
      "valid boolean"),
 ]

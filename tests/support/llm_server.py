@@ -12,16 +12,31 @@ Usage::
         llm.requests_for("AgentOutput")
 
 A request takes the first reply queued under the tool it offers (``tools[0].function.name``, or the
-forced ``tool_choice``), else the first reply queued under ``None``, else ``responder(request)``;
-with none of them it gets HTTP 400 ``no scripted reply`` (not retried: the job fails at once). A ``Reply.tool``
-without a name answers with the offered tool's name. Each reply may carry ``delay`` seconds.
-Streaming is not supported (ChatOpenAI does not stream unless asked to).
+forced ``tool_choice``; without tools the ``response_format``'s schema name, or the answer name
+browserd writes into the system prompt for the json_object and text output methods), else the first
+reply queued under ``None``, else ``responder(request)``; with none of them it gets HTTP 400
+``no scripted reply`` (not retried: the job fails at once). A ``Reply.tool`` without a name answers
+with the offered tool's name; to a request that offers no tool it answers the same JSON as text
+(bare with a ``response_format``, else in a code fence with prose around it, as chat models write).
+Each reply may carry ``delay`` seconds; ``Reply.hang`` never answers. While it waits the server
+watches the connection: a client that gives up is counted in ``disconnects`` and gets nothing.
+``served`` counts the answers sent and the usage they reported. Streaming is not supported
+(ChatOpenAI does not stream unless asked to).
+
+**Strict mode** (the default) refuses, with HTTP 400 naming the problem, what strict real servers
+refuse: a top-level field that is not in OpenAI's chat-completions API (``STANDARD_FIELDS``), a
+message whose content is null (langchain-openai sends an assistant turn with tool calls so, and
+llama-cpp-python's server answers HTTP 500 ``content: Input should be a valid string``), and an
+assistant turn whose content is not a string. ``LLMServer(strict=False)`` takes anything.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import re
+import select
+import socket
 import threading
 import time
 import uuid
@@ -43,15 +58,23 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     usage: tuple[int, int] = (100, 20)
+    finish: str | None = None  # the finish_reason, when not the usual one ("length": cut at max_tokens)
 
     @classmethod
-    def tool(cls, args: dict[str, Any] | str, *, name: str | None = None, delay: float = 0.0) -> Reply:
+    def tool(cls, args: dict[str, Any] | str, *, name: str | None = None, delay: float = 0.0,
+             usage: tuple[int, int] = (100, 20), finish: str | None = None) -> Reply:
         """A tool call; ``args`` may be a raw string (e.g. broken JSON) to test tolerant parsing."""
-        return cls("tool", args=args, name=name, delay=delay)
+        return cls("tool", args=args, name=name, delay=delay, usage=usage, finish=finish)
 
     @classmethod
-    def text(cls, content: str, *, delay: float = 0.0) -> Reply:
-        return cls("text", content=content, delay=delay)
+    def text(cls, content: str, *, delay: float = 0.0, usage: tuple[int, int] = (100, 20),
+             finish: str | None = None) -> Reply:
+        return cls("text", content=content, delay=delay, usage=usage, finish=finish)
+
+    @classmethod
+    def hang(cls, seconds: float = 60.0) -> Reply:
+        """No answer for ``seconds`` (a model that never finishes): the client is expected to give up."""
+        return cls("hang", delay=seconds)
 
     @classmethod
     def error(cls, status: int, message: str = "scripted error", *, retry_after: float | None = None,
@@ -60,26 +83,65 @@ class Reply:
         return cls("error", content=message, status=status, headers=headers, delay=delay)
 
 
+STANDARD_FIELDS = frozenset({
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call",
+    "response_format", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
+    "stream_options", "stop", "seed", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
+    "top_logprobs", "user", "reasoning_effort", "metadata", "store", "service_tier", "modalities",
+    "prediction", "audio", "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
+})
+"""The top-level fields of OpenAI's chat-completions request; strict mode refuses any other."""
+
+ANSWER_NAME = re.compile(r'Answer with one JSON object, the "(\w+)" answer')
+
+
 def offered_tool(request: dict[str, Any]) -> str | None:
-    """The tool a request asks for (forced tool_choice, else the first tool offered)."""
+    """The answer a request asks for: the forced tool_choice, else the first tool offered, else the
+    response_format's schema name, else the answer named in the system prompt."""
     choice = request.get("tool_choice")
     if isinstance(choice, dict):
         return choice.get("function", {}).get("name")
     tools = request.get("tools") or []
-    return tools[0]["function"]["name"] if tools else None
+    if tools:
+        return tools[0]["function"]["name"]
+    schema = (request.get("response_format") or {}).get("json_schema") or {}
+    if schema.get("name"):
+        return schema["name"]
+    system = next((m.get("content") for m in request.get("messages") or [] if m.get("role") == "system"), None)
+    found = ANSWER_NAME.search(system) if isinstance(system, str) else None
+    return found.group(1) if found else None
+
+
+def refusal(request: dict[str, Any]) -> str | None:
+    """Why a strict server refuses ``request``, or None."""
+    unknown = sorted(set(request) - STANDARD_FIELDS)
+    if unknown:
+        return f"unknown field(s): {', '.join(unknown)}"
+    for i, message in enumerate(request.get("messages") or []):
+        content = message.get("content")
+        if content is None:
+            beside = " beside tool_calls" if message.get("tool_calls") else ""
+            return f"messages.{i}.content: Input should be a valid string (it is null{beside})"
+        if message.get("role") == "assistant" and not isinstance(content, str):
+            return f"messages.{i}.content: an assistant turn's content should be a valid string"
+    return None
 
 
 def completion(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
     """The chat.completion body for a tool or text reply."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content if reply.kind == "text" else None}
     finish = "stop"
-    if reply.kind == "tool":
+    if reply.kind == "tool" and not request.get("tools"):  # no tool offered: the same answer as text
+        args = reply.args if isinstance(reply.args, str) else json.dumps(reply.args)
+        message["content"] = args if request.get("response_format") else f"Here it is:\n```json\n{args}\n```\n"
+    elif reply.kind == "tool":
         args = reply.args if isinstance(reply.args, str) else json.dumps(reply.args)
         name = reply.name or offered_tool(request) or "tool"
         message["tool_calls"] = [
             {"id": "call_" + uuid.uuid4().hex[:12], "type": "function", "function": {"name": name, "arguments": args}}
         ]
         finish = "tool_calls"
+    finish = reply.finish or finish
     prompt, answer = reply.usage
     return {
         "id": "chatcmpl-" + uuid.uuid4().hex[:12],
@@ -91,13 +153,26 @@ def completion(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Served:
+    """What the server answered (HTTP 200 completions) and the usage those answers reported."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class LLMServer:
     """The scripted endpoint; ``with LLMServer() as llm`` starts and stops it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, strict: bool = True) -> None:
+        self.strict = strict
         self.queues: dict[str | None, collections.deque[Reply]] = collections.defaultdict(collections.deque)
         self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self.requests: list[dict[str, Any]] = []
+        self.refused: list[str] = []  # why strict mode refused each refused request
+        self.served = Served()
+        self.disconnects = 0  # requests whose client went away before their answer
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
@@ -124,6 +199,13 @@ class LLMServer:
     def pending(self) -> int:
         return sum(len(q) for q in self.queues.values())
 
+    def count(self, body: dict[str, Any]) -> None:
+        with self._lock:
+            usage = body.get("usage") or {}
+            self.served.calls += 1
+            self.served.prompt_tokens += usage.get("prompt_tokens", 0)
+            self.served.completion_tokens += usage.get("completion_tokens", 0)
+
     def next_reply(self, request: dict[str, Any]) -> Reply | None:
         with self._lock:
             self.requests.append(request)
@@ -144,18 +226,45 @@ def _handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
+            refused = refusal(body) if server.strict else None
+            if refused is not None:
+                with server._lock:
+                    server.requests.append(body)
+                    server.refused.append(refused)
+                return self._send(400, {"error": {"message": f"strict: {refused}", "type": "invalid_request_error"}})
             try:
                 reply = server.next_reply(body)
             except Exception as exc:  # a responder bug must show up in the test, not hang it
                 return self._send(500, {"error": {"message": f"responder failed: {exc!r}"}})
             if reply is None:
                 return self._send(400, {"error": {"message": "no scripted reply", "type": "invalid_request_error"}})
-            if reply.delay:
-                time.sleep(reply.delay)
+            if reply.delay and self._client_left(reply.delay):
+                with server._lock:
+                    server.disconnects += 1
+                self.close_connection = True
+                return None
+            if reply.kind == "hang":
+                return self._send(504, {"error": {"message": "the scripted model never answered"}})
             if reply.kind == "error":
                 return self._send(reply.status, {"error": {"message": reply.content, "type": "scripted",
                                                            "code": str(reply.status)}}, reply.headers)
-            self._send(200, completion(reply, body))
+            answer = completion(reply, body)
+            server.count(answer)
+            self._send(200, answer)
+
+        def _client_left(self, seconds: float) -> bool:
+            """Wait ``seconds``; True as soon as the client closes its connection (it gave up)."""
+            deadline = time.monotonic() + seconds
+            while (left := deadline - time.monotonic()) > 0:
+                readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+                if readable:
+                    try:
+                        if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                            return True
+                    except OSError:
+                        return True
+                    time.sleep(min(left, 0.05))  # a pipelined request: not ours to read here
+            return False
 
         def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode()

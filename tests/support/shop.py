@@ -119,10 +119,8 @@ def _task_text(request: dict[str, Any]) -> str:
 
 
 def last_model_output(request: dict[str, Any]) -> Any:
-    """The navigator's last answer in the history (its tool call), or None."""
+    """The navigator's last answer in the history (an assistant turn holding its JSON), or None."""
     for message in reversed(request["messages"]):
-        if message["role"] == "assistant" and message.get("tool_calls"):
-            calls = [c["function"]["arguments"] for c in message["tool_calls"] if c["function"]["name"] == "AgentOutput"]
-            if calls:
-                return calls[-1]
+        if message["role"] == "assistant" and not str(message["content"]).startswith("<plan>"):
+            return message["content"]
     return None

@@ -19,15 +19,18 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from config import ROLES, Role, Settings
+from config import DEFAULT_MAX_TOKENS, ROLES, OutputMethod, Role, Settings
 
 
 @dataclass(frozen=True)
 class RoleModel:
-    """One role's model from the settings: its name and the sampling parameters set for it."""
+    """One role's model from the settings: its name, the sampling parameters set for it, how its
+    answers are asked for and the most tokens one answer may have."""
 
     name: str
     params: dict[str, Any]
+    output: OutputMethod = "tools"
+    max_tokens: int = DEFAULT_MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class LlmConfig:
 
     provider: str  # module:Class of the langchain chat model (BROWSERD_LLM_PROVIDER)
     timeout: float  # seconds one call may take
+    step_timeout: float | None  # seconds one agent step may take; None: derived from ``timeout``
     base_url: str | None  # an OpenAI-compatible endpoint; None: the provider's own
     api_key: SecretStr | None  # for ChatOpenAI and its subclasses only
     roles: dict[Role, RoleModel]  # planner, navigator, extractor
@@ -115,9 +119,11 @@ class AgentConfig:
             llm=LlmConfig(
                 provider=s.llm_provider,
                 timeout=s.llm_timeout,
+                step_timeout=s.step_timeout,
                 base_url=str(s.llm_base_url).rstrip("/") if s.llm_base_url else None,
                 api_key=s.openai_api_key,
-                roles={role: RoleModel(s.model_for(role), s.model_params(role)) for role in ROLES},
+                roles={role: RoleModel(s.model_for(role), s.model_params(role), s.output_method(role),
+                                       s.max_tokens(role)) for role in ROLES},
             ),
             defaults=AgentDefaults(
                 max_steps=s.max_steps,

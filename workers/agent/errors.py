@@ -60,13 +60,27 @@ class LLMProviderError(AgentError):
 
 
 class LLMOutputError(AgentError):
-    """The model answered but not in a shape we can act on; counts towards max_failures."""
+    """The model answered but not in a shape we can act on; counts towards max_failures.
+
+    ``reply`` is the ``workers.agent.llm.LLMReply`` the answer came in, once the call layer has
+    attached it: an unusable answer was still served and paid for, so its tokens are charged."""
 
     fatal = False
 
     def __init__(self, message: str, *, raw: str = "") -> None:
         self.raw = raw
+        self.reply: object | None = None
         super().__init__(message)
+
+
+class LLMTruncated(LLMOutputError):
+    """The answer stopped at the role's ``max_tokens``: it is cut, so unusable; the model is told to
+    answer shorter and the step counts towards max_failures."""
+
+    def __init__(self, role: str, cap: int | None, *, raw: str = "") -> None:
+        self.role, self.cap = role, cap
+        limit = f" ({cap})" if cap else ""
+        super().__init__(f"the {role} answer was cut at max_tokens{limit}: answer shorter", raw=raw)
 
 
 class URLBlocked(AgentError):
@@ -128,6 +142,18 @@ class StepTimeout(AgentError):
         super().__init__(f"step {step} timed out after {seconds:g}s")
 
 
+class LLMTimeout(StepTimeout):
+    """A step's model call was still unanswered (or still being retried) at the step's limit; counts
+    towards max_failures, and names the job's category (``llm_timeout``) when it ends the job."""
+
+    def __init__(self, step: int, seconds: float, *, role: str, model: str, detail: str = "") -> None:
+        StepTimeout.__init__(self, step, seconds)
+        self.role, self.model = role, model
+        last = f" (last attempt: {detail})" if detail else ""
+        self.args = (f"step {step}: the {role} model {model!r} gave no answer within the step's limit of "
+                     f"{seconds:g}s{last}",)
+
+
 class JobTimeout(AgentError):
     """The whole job ran past its wall-clock limit."""
 
@@ -155,9 +181,12 @@ class MaxStepsReached(AgentError):
 
 
 class MaxFailuresReached(AgentError):
+    """``max_failures`` steps failed in a row; ``cause`` is the last step's error, which names the
+    job's category when it says more than "failures" (a model that never answers in time, answers cut
+    at max_tokens)."""
 
-    def __init__(self, failures: int, last: str) -> None:
-        self.last = last
+    def __init__(self, failures: int, last: str, cause: BaseException | None = None) -> None:
+        self.last, self.cause = last, cause
         super().__init__(f"{failures} consecutive failures; last: {last}")
 
 

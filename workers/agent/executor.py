@@ -17,6 +17,7 @@ from config import bind, note
 from workers.agent.actions import run_action
 from workers.agent.config import AgentConfig
 from workers.agent.context import JobContext, Usage
+from workers.agent.deadline import step_clock
 from workers.agent.errors import (
     AgentError,
     LLMOutputError,
@@ -73,8 +74,9 @@ class Options:
             value = getattr(o, name)
             return getattr(defaults, name) if value is None else value
 
+        step_timeout = config.llm.step_timeout or max(60.0, 2 * config.llm.timeout + 60)
         return cls(pick("max_steps"), pick("planning_interval"), pick("max_failures"), pick("max_actions_per_step"),
-                   pick("max_input_tokens"), step_timeout=max(60.0, 2 * config.llm.timeout + 60),
+                   pick("max_input_tokens"), step_timeout=step_timeout,
                    memory_interval=o.memory_interval, use_vision=o.use_vision,
                    use_vision_for_planner=o.use_vision_for_planner)
 
@@ -105,6 +107,7 @@ class AgentLoop:
         self.first_step = first_step  # the number of the loop's first step record (after replayed steps)
         self.results: list[ActionReport] = []  # the last step's results, shown in the next state
         self.failures = 0
+        self.last_failure: AgentError | None = None  # the error of the last failed step
         self.navigator_done = False
         self.summarized_through = first_step - 1  # the last step a procedural-memory summary covers
 
@@ -118,7 +121,7 @@ class AgentLoop:
             if finished:
                 return
             if self.failures >= self.options.max_failures:
-                raise MaxFailuresReached(self.failures, step.error or "")
+                raise MaxFailuresReached(self.failures, step.error or "", self.last_failure)
         raise self._out_of_steps()
 
     def _out_of_steps(self) -> AgentError:
@@ -135,14 +138,19 @@ class AgentLoop:
         events.step = step.step
         await events.emit(Actor.navigator, ExecutionState.STEP_START)
         try:
-            async with asyncio.timeout(self.options.step_timeout) as limit:
+            with step_clock(step.step, self.options.step_timeout) as clock:
+                limit = asyncio.timeout_at(clock.deadline)
                 try:
-                    finished = await self._step(step)
+                    async with limit:  # its expiry surfaces as TimeoutError here, at the block's exit
+                        finished = await self._step(step)
                 except TimeoutError:
                     if not limit.expired():
                         raise
                     finished = False
-                    self._failed(step, StepTimeout(step.step, self.options.step_timeout))
+                    self._failed(step, clock.expired())
+                except StepTimeout as exc:  # a model call gave up retrying: the deadline would cut the next try
+                    finished = False
+                    self._failed(step, exc)
         except AgentError as exc:
             step.error = step.error or str(exc)
             await self.log.add(step)
@@ -207,6 +215,7 @@ class AgentLoop:
         try:
             answer = await next_actions(ctx, self.messages, self.options.max_actions_per_step)
         except LLMOutputError as exc:
+            self._charge_unusable(step, exc, images=self.options.use_vision)
             self.messages.reduce_last_state(summary)
             self.results = [ActionReport(False, f"Invalid model output: {exc}")]
             self._failed(step, exc)
@@ -243,6 +252,7 @@ class AgentLoop:
         try:
             answer = await self._ask_planner()
         except LLMOutputError as exc:
+            self._charge_unusable(step, exc, images=self.planner_sees_images)
             self._failed(step, exc)
             await events.emit(Actor.planner, ExecutionState.STEP_FAIL, str(exc))
             return False
@@ -337,6 +347,12 @@ class AgentLoop:
         image = self.messages.image if images else None
         step.image_tokens += image.tokens if image is not None else 0
 
+    def _charge_unusable(self, step: StepRecord, error: LLMOutputError, *, images: bool = False) -> None:
+        """Charge the call of an answer that could not be used: it was served all the same."""
+        if isinstance(error.reply, LLMReply):
+            self._charge(step, error.reply, images=images)
+
     def _failed(self, step: StepRecord, error: AgentError) -> None:
         self.failures += 1
+        self.last_failure = error
         step.error = str(error)

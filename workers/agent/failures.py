@@ -4,12 +4,15 @@ Every part of a job's run raises typed errors (the pipeline's waits and features
 loop and actions, the browser layer) and none of them decides what the job's record says: this
 module does, for all of them, in one place. ``CATEGORIES`` maps an error class to its category
 (looked up along the class's MRO, so a subclass not listed takes its base's); ``failure`` applies
-it, plus the two rules that look past the error itself:
+it, plus the three rules that look past the error itself:
 
 * a lease the pool stopped (the job's pages passed their memory limit) is why the job failed,
   whatever error surfaced first (``resource_limit``);
 * a job whose own upstream proxy failed failed because of it, whichever step noticed
-  (``proxy_error``).
+  (``proxy_error``);
+* a job that reached ``max_failures`` fails with its last failed step's category when that says
+  more (``llm_timeout``: the model never answered within the step's limit; ``llm_truncated``: its
+  answers were cut at max_tokens).
 
 Anything not in the table is a bug in browserd: ``internal``, logged with its traceback. A user's
 mistake (a profile, credential set or recipe that does not exist) has a category of its own, so
@@ -35,6 +38,8 @@ from workers.agent.errors import (
     LLMForbiddenError,
     LLMOutputError,
     LLMProviderError,
+    LLMTimeout,
+    LLMTruncated,
     MaxFailuresReached,
     MaxStepsReached,
     PausedTooLong,
@@ -78,6 +83,8 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     MaxStepsReached: FailureCategory.max_steps,
     MaxFailuresReached: FailureCategory.max_failures,
     LLMOutputError: FailureCategory.max_failures,
+    LLMTimeout: FailureCategory.llm_timeout,  # as the cause of MaxFailuresReached (below)
+    LLMTruncated: FailureCategory.llm_truncated,  # likewise
     # the model endpoint
     LLMAuthError: FailureCategory.llm_auth,
     LLMForbiddenError: FailureCategory.llm_auth,  # 403: the key may not use this model (docs/jobs.md)
@@ -109,10 +116,19 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
 }
 
 
+TELLING_CAUSES = frozenset({FailureCategory.llm_timeout, FailureCategory.llm_truncated})
+"""Categories of a step failure that say why ``max_failures`` was reached better than
+``max_failures`` does: a job whose last failed step was one of them fails with it."""
+
+
 def category_of(exc: BaseException) -> FailureCategory | None:
     """The table's category for ``exc`` (its most specific listed class), None when unlisted."""
     if isinstance(exc, TaskNotDone):  # the models' own word on why the task is not done
         return exc.outcome.category
+    if isinstance(exc, MaxFailuresReached) and exc.cause is not None:
+        cause = category_of(exc.cause)
+        if cause in TELLING_CAUSES:
+            return cause
     for kind in type(exc).__mro__:
         if kind in CATEGORIES:
             return CATEGORIES[kind]

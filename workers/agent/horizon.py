@@ -18,7 +18,7 @@ from workers.agent.actions import BoundAction, actions_json_schema, parse_action
 from workers.agent.errors import LLMOutputError
 from workers.agent.context import JobContext
 from workers.agent.executor import AgentLoop, Options
-from workers.agent.llm import Answer, ToolSpec, call_structured
+from workers.agent.llm import Answer, ToolSpec, call_structured, charged
 from workers.agent.navigator import ActionReport, NavigatorOutput
 from workers.agent.messages import MessageManager
 from workers.agent.planner import PlannerOutput, planner_tool
@@ -106,15 +106,16 @@ class HorizonLoop(AgentLoop):
         history = self.messages.messages(images=self.planner_sees_images)
         reply = await call_structured(ctx.llms.for_role("planner"), history,
                                       horizon_tool(self.horizon), role="planner", cancel=ctx.cancel,
-                                      retry=ctx.llms.retry, telemetry=ctx.telemetry)
+                                      retry=ctx.llms.retry, telemetry=ctx.telemetry,
+                                      method=ctx.llms.output("planner"))
         try:
             output = HorizonPlan.model_validate(reply.data)
             steps = [parse_action(item, f"steps[{i}]") for i, item in enumerate(output.steps[:self.horizon])]
         except ValidationError as exc:
-            raise LLMOutputError(f"invalid plan: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}",
-                                 raw=reply.raw) from None
+            raise charged(LLMOutputError(f"invalid plan: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}",
+                                         raw=reply.raw), reply) from None
         except ValueError as exc:
-            raise LLMOutputError(f"invalid plan: {exc}", raw=reply.raw) from None
+            raise charged(LLMOutputError(f"invalid plan: {exc}", raw=reply.raw), reply) from None
         self.queue = [] if output.done else steps
         output.next_steps = json.dumps(output.steps[:self.horizon], ensure_ascii=False) if self.queue else ""
         return Answer(output, reply)

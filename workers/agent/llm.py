@@ -1,9 +1,17 @@
 """The LLM layer: chat models by role, structured answers, retries, usage and latency.
 
-Any langchain chat model works. Answers are asked for as one forced tool call whose parameters
-are the wanted JSON schema; a model that answers in text instead (code fences, prose around the
-JSON) is parsed tolerantly. Rate limits, 5xx and connection errors are retried with backoff;
-401/403/400 end the job at once, since retrying cannot fix them.
+Any langchain chat model works. Each role's answers are asked for by its output method
+(``BROWSERD_<ROLE>_OUTPUT``): one forced tool call whose parameters are the wanted JSON schema
+(``tools``), a JSON-schema response format (``json_schema``), JSON mode (``json_object``) or plain
+text (``text``); for the last two the schema is written into the system prompt. Whatever the
+method, a model that answers in text (code fences, prose around the JSON) is parsed tolerantly.
+An answer that stopped at the role's ``max_tokens`` is unusable and said to be cut
+(``LLMTruncated``), also when the server calls it finished but its JSON ends mid-way at the cap.
+
+Rate limits, 5xx and connection errors are retried with backoff, but no retry starts that the
+step's deadline would cut (``workers.agent.deadline``); 401/403/400 end the job at once, since
+retrying cannot fix them. Every answer served is charged, usable or not: an unusable one's
+``LLMOutputError`` carries its reply (tokens, seconds).
 """
 
 from __future__ import annotations
@@ -20,9 +28,9 @@ from typing import Any, Generic, TypeVar
 import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from config import ROLES, Role
+from config import ROLES, OutputMethod, Role
 from workers.agent.cancel import CancelToken
 from workers.agent.config import LlmConfig
 from workers.agent.errors import (
@@ -32,7 +40,9 @@ from workers.agent.errors import (
     LLMError,
     LLMForbiddenError,
     LLMOutputError,
+    LLMTruncated,
 )
+from workers.agent.deadline import current_clock
 from workers.agent.provider import build
 from workers.agent.telemetry import SILENT, LlmCall, Telemetry
 from workers.jobs.model.spec import ModelOverrides, RoleModelParams
@@ -63,27 +73,36 @@ class Llms:
     planner: BaseChatModel | None = None
     extractor: BaseChatModel | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    outputs: dict[str, OutputMethod] = field(default_factory=dict)  # a role's output method; unset: tools
 
     def for_role(self, role: Role) -> BaseChatModel:
         return getattr(self, role) or self.navigator
+
+    def output(self, role: Role) -> OutputMethod:
+        return self.outputs.get(role, "tools")
 
     @classmethod
     def from_config(cls, llm: LlmConfig, overrides: ModelOverrides | None = None,
                     params: RoleModelParams | None = None) -> Llms:
         """A model per role from the provider (BROWSERD_LLM_PROVIDER), the role's model name (the
-        job's, else the settings') and its sampling parameters (the job's, each over the settings')."""
+        job's, else the settings'), its parameters and its output method (the job's, each over the
+        settings'; a job's max_tokens at most the setting's)."""
         overrides, params = overrides or ModelOverrides(), params or RoleModelParams()
         models: dict[str, BaseChatModel] = {}
         built: dict[str, BaseChatModel] = {}
+        outputs: dict[str, OutputMethod] = {}
         for role in ROLES:
-            configured = llm.role(role)
+            configured, own = llm.role(role), getattr(params, role)
             name = getattr(overrides, role) or configured.name
-            sampling = {**configured.params, **getattr(params, role).set()}
+            sampling = {**configured.params, **own.set()}
+            # a job may lower its output cap, never raise it past the operator's: the cap is the runaway stop
+            sampling["max_tokens"] = min(sampling.get("max_tokens", configured.max_tokens), configured.max_tokens)
             key = json.dumps([name, sampling], sort_keys=True)
             if key not in built:
                 built[key] = build(llm, name, sampling)
             models[role] = built[key]
-        return cls(**models)
+            outputs[role] = own.output or configured.output
+        return cls(**models, outputs=outputs)
 
 
 def model_name(model: BaseChatModel) -> str:
@@ -100,6 +119,7 @@ class LLMReply:
     output_tokens: int = 0
     seconds: float = 0.0
     attempts: int = 1
+    error: LLMOutputError | None = None  # why the answer cannot be used (raised by ``call_structured``)
 
 
 T = TypeVar("T")
@@ -146,18 +166,25 @@ async def call_structured(
     cancel: CancelToken | None = None,
     retry: RetryPolicy | None = None,
     telemetry: Telemetry = SILENT,
+    method: OutputMethod = "tools",
 ) -> LLMReply:
-    """Ask ``model`` for an answer shaped by ``tool``; retries what is retryable, raises typed errors."""
+    """Ask ``model`` for an answer shaped by ``tool`` the ``method`` way; retries what is retryable
+    (within the step's deadline), raises typed errors."""
     cancel = cancel or CancelToken()
     retry = retry or RetryPolicy()
-    bound = _bind(model, tool)
+    bound, messages = _bind(model, tool, method), shaped(messages, tool, method)
     started = time.monotonic()
     name = model_name(model)
+    clock = current_clock()
     for attempt in range(retry.attempts):
         cancel.check(f"before the {role} call")
         attempt_started = time.monotonic()
+        if clock is not None:  # left set if the step's limit cancels the call: the step says which call it was
+            clock.role, clock.model = role, name
         try:
             message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
+        except openai.LengthFinishReasonError as exc:  # with a response_format the client refuses a cut answer
+            reply = _cut_reply(exc.completion, role, output_cap(model))
         except AgentError:
             telemetry.llm_call(LlmCall(name, LlmOutcome.cancelled, time.monotonic() - attempt_started))
             raise
@@ -167,32 +194,104 @@ async def call_structured(
             if not failed.retryable or attempt + 1 >= retry.attempts:
                 raise failed.error from exc
             wait = retry.delay(attempt, failed.retry_after)
+            if clock is not None and clock.remaining() <= wait:
+                raise clock.expired(str(failed.error)) from exc  # a retry the step's limit would cut
             log.warning("%s call failed (%s); retrying in %.1fs", role, failed.error, wait)
             await cancel.sleep(wait, f"before retrying the {role} call")
             continue
-        reply = _reply(message, tool.name)
+        else:
+            reply = _reply(message, role, output_cap(model))
+        finally:
+            if clock is not None and not _cancelling():
+                clock.role = clock.model = ""
         reply.seconds, reply.attempts = time.monotonic() - started, attempt + 1
         telemetry.llm_call(LlmCall(name, LlmOutcome.ok, time.monotonic() - attempt_started, reply.input_tokens,
                                    reply.output_tokens))
+        if reply.error is not None:
+            raise charged(reply.error, reply)
         return reply
     raise AssertionError("unreachable")
 
 
-def _bind(model: BaseChatModel, tool: ToolSpec) -> Any:
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def charged(error: LLMOutputError, reply: LLMReply) -> LLMOutputError:
+    """``error`` (an unusable answer) carrying the reply it came in, so the caller charges its cost."""
+    if error.reply is None:
+        error.reply = reply
+    return error
+
+
+ANSWER_FORMAT = ('Answer with one JSON object, the "{name}" answer ({description}), and nothing else. '
+                 "It must match this JSON schema:\n{schema}")
+
+
+def shaped(messages: list[BaseMessage], tool: ToolSpec, method: OutputMethod) -> list[BaseMessage]:
+    """The messages as sent: for an output method without a tool, the schema the answer must match is
+    written at the end of the system prompt (a user or assistant turn more would break the turn order
+    some chat templates insist on)."""
+    if method == "tools":
+        return messages
+    note = ANSWER_FORMAT.format(name=tool.name, description=tool.description.rstrip("."),
+                                schema=json.dumps(tool.parameters, ensure_ascii=False))
+    first = messages[0] if messages else None
+    if isinstance(first, SystemMessage) and isinstance(first.content, str):
+        return [SystemMessage(f"{first.content}\n\n{note}"), *messages[1:]]
+    return [SystemMessage(note), *messages]
+
+
+def _bind(model: BaseChatModel, tool: ToolSpec, method: OutputMethod) -> Any:
+    if method == "json_schema":
+        return model.bind(response_format={"type": "json_schema", "json_schema": {
+            "name": tool.name, "description": tool.description, "schema": tool.parameters, "strict": False}})
+    if method == "json_object":
+        return model.bind(response_format={"type": "json_object"})
+    if method == "text":
+        return model
     try:
         return model.bind_tools([tool.as_tool()], tool_choice=tool.name)
     except (NotImplementedError, TypeError, ValueError):
         return model  # a model without tool calling answers in text; parsed tolerantly
 
 
-def _reply(message: Any, tool_name: str) -> LLMReply:
+def output_cap(model: BaseChatModel) -> int | None:
+    """The model's ``max_tokens`` (its own field, or sent in ``extra_body`` to a compatible server)."""
+    cap = getattr(model, "max_tokens", None) or (getattr(model, "extra_body", None) or {}).get("max_tokens")
+    return cap if isinstance(cap, int) else None
+
+
+def _reply(message: Any, role: str, cap: int | None) -> LLMReply:
+    """The reply with its usage, whatever the answer; ``error`` says why its answer is unusable."""
     usage = getattr(message, "usage_metadata", None) or {}
-    raw, data = _extract(message, tool_name)
-    return LLMReply(data=data, raw=raw, input_tokens=int(usage.get("input_tokens") or 0),
-                    output_tokens=int(usage.get("output_tokens") or 0))
+    reply = LLMReply(data={}, raw="", input_tokens=int(usage.get("input_tokens") or 0),
+                     output_tokens=int(usage.get("output_tokens") or 0))
+    finish = (getattr(message, "response_metadata", None) or {}).get("finish_reason")
+    try:
+        reply.raw, reply.data = _extract(message)
+    except LLMOutputError as exc:
+        reply.raw = exc.raw
+        at_cap = cap is not None and reply.output_tokens >= cap  # some servers call a cut answer finished
+        reply.error = LLMTruncated(role, cap, raw=exc.raw) if finish == "length" or at_cap else exc
+        return reply
+    if finish == "length":
+        reply.error = LLMTruncated(role, cap, raw=reply.raw)
+    return reply
 
 
-def _extract(message: Any, tool_name: str) -> tuple[str, dict[str, Any]]:
+def _cut_reply(completion: Any, role: str, cap: int | None) -> LLMReply:
+    """The reply of an answer the openai client itself refused as cut (``LengthFinishReasonError``)."""
+    usage = getattr(completion, "usage", None)
+    choices = getattr(completion, "choices", None) or []
+    raw = str(getattr(choices[0].message, "content", "") or "") if choices else ""
+    return LLMReply(data={}, raw=raw, input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                    output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                    error=LLMTruncated(role, cap, raw=raw))
+
+
+def _extract(message: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
             return json.dumps(call["args"]), dict(call["args"])

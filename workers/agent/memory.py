@@ -39,10 +39,11 @@ async def summarize(ctx: JobContext, messages: MessageManager, first: int, last:
               HumanMessage(f"{user_request(ctx.task)}\nSteps {first}-{last}:\n{dom.wrap_text(render(steps))}")]
     try:
         reply = await call_structured(ctx.llms.for_role("planner"), prompt, memory_tool(), role="planner",
-                                      cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
+                                      cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry,
+                                      method=ctx.llms.output("planner"))
     except LLMOutputError as exc:
         log.warning("no summary of steps %s-%s: %s", first, last, exc)
-        return None
+        return exc.reply if isinstance(exc.reply, LLMReply) else None  # an unusable summary still cost its tokens
     summary = reply.data.get("summary")
     if isinstance(summary, str) and summary.strip():
         messages.summarize(summary.strip(), first, last)

@@ -1,7 +1,13 @@
 """The message history the models read, in Nanobrowser's order.
 
 system prompt, task, an example answer, the memory (findings kept across steps), then per step:
-the state message, the planner's plan (when it ran), the navigator's answer. Once a step is over
+the state message, the planner's plan (when it ran), the navigator's answer.
+
+Every message is one every common OpenAI-compatible server takes: text content, never ``null``, and
+no tool-call history. The example answer is plain JSON in a user turn and the navigator's past
+answers are assistant text turns holding their JSON: an assistant turn with ``tool_calls`` is sent
+by langchain-openai with ``"content": null``, which llama.cpp's server (llama-cpp-python) refuses
+with HTTP 500, and servers without tool calling have no way to read it at all. Once a step is over
 its state message is reduced to the URL and the action results, dropping the element list. The
 history is kept under ``max_input_tokens``, counted offline (characters / 3, as Nanobrowser
 estimates): the oldest steps go first, then the tail of the current state message. The memory is
@@ -25,7 +31,6 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 
 import dom
@@ -34,7 +39,7 @@ from workers.agent.prompts import follow_up_task
 from workers.agent.wrapping import user_request
 
 CHARS_PER_TOKEN = 3
-PAST_STEP_KINDS = ("past_state", "plan", "model", "tool", "note")
+PAST_STEP_KINDS = ("past_state", "plan", "model", "note")
 MESSAGE_OVERHEAD = 4
 HISTORY_START = "[Your task history memory starts here]"
 MEMORY_HEADER = ("[Memory: findings kept from every step so far (extractions and cached content); they are "
@@ -53,16 +58,18 @@ EXAMPLE_OUTPUT = {
 def count_tokens(message: BaseMessage) -> int:
     """An offline estimate: no tokenizer is downloaded or loaded."""
     text = message.content if isinstance(message.content, str) else json.dumps(message.content)
-    calls = getattr(message, "tool_calls", None)
-    if calls:
-        text += json.dumps([c.get("args") for c in calls])
     return math.ceil(len(text) / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD
+
+
+def answer_text(output: dict[str, Any]) -> str:
+    """A navigator answer as the text of an assistant turn (what a text-answering model writes)."""
+    return json.dumps(output, ensure_ascii=False)
 
 
 @dataclass
 class Entry:
     message: BaseMessage
-    kind: str  # init | memory | summary | task (a follow-up) | state | past_state | plan | model | tool | note
+    kind: str  # init | memory | summary | task (a follow-up) | state | past_state | plan | model | note
     tokens: int
     image: Screenshot | None = None  # only on the current state message
 
@@ -76,13 +83,11 @@ class Entry:
 class MessageManager:
     def __init__(self, system_prompt: str, task: str, *, max_input_tokens: int = 128_000) -> None:
         self.max_input_tokens = max_input_tokens
-        self._tool_ids = 0
         self.entries: list[Entry] = []
         self.trimmed: list[Entry] = []  # past steps dropped to fit the budget since the last summary
         self._add(SystemMessage(system_prompt), "init")
         self._add(HumanMessage(task_message(task)), "init")
-        self._add(HumanMessage("Example output:"), "init")
-        self._add_tool_call(EXAMPLE_OUTPUT, "init", "Browser started")
+        self._add(HumanMessage(f"Example output:\n{answer_text(EXAMPLE_OUTPUT)}"), "init")
         self._add(HumanMessage(HISTORY_START), "init")
 
     # --- building --------------------------------------------------------------------------
@@ -93,13 +98,6 @@ class MessageManager:
             self.entries.append(entry)
         else:
             self.entries.insert(position, entry)
-
-    def _add_tool_call(self, args: dict[str, Any], kind: str, answer: str) -> None:
-        self._tool_ids += 1
-        call_id = str(self._tool_ids)
-        self._add(AIMessage(content="", tool_calls=[{"name": "AgentOutput", "args": args, "id": call_id,
-                                                     "type": "tool_call"}]), kind)
-        self._add(ToolMessage(content=answer, tool_call_id=call_id), "tool" if kind != "init" else "init")
 
     def set_memory(self, notes: list[str]) -> None:
         """Show ``notes`` in the memory section (after the history start), replacing what it showed."""
@@ -128,14 +126,20 @@ class MessageManager:
     def add_follow_up(self, task: str) -> None:
         """A follow-up task after the history so far; it is never trimmed away (kind ``task``). A
         state message the last run left unreduced (it ended mid-step) is reduced first."""
+        self._leave_out_stale_states()
+        self._add(HumanMessage(user_request(follow_up_task(task))), "task")
+
+    def _leave_out_stale_states(self) -> None:
+        """Reduce a state message left full by a step that ended mid-way (its run ended, its time
+        limit cut its model call): only the current step's page is shown in full."""
         for i, entry in enumerate(self.entries):
             if entry.kind == "state":
                 message = HumanMessage("[the page state of an earlier step, left out]")
                 self.entries[i] = Entry(message, "past_state", count_tokens(message))
-        self._add(HumanMessage(user_request(follow_up_task(task))), "task")
 
     def add_state(self, content: str, image: Screenshot | None = None) -> None:
         """The step's state message, with its screenshot when vision is on (older ones are dropped)."""
+        self._leave_out_stale_states()
         for entry in self.entries:
             if entry.image is not None:
                 entry.image = None
@@ -160,7 +164,7 @@ class MessageManager:
         self._add(AIMessage(content=f"<plan>{json.dumps(plan, ensure_ascii=False)}</plan>"), "plan")
 
     def add_model_output(self, output: dict[str, Any]) -> None:
-        self._add_tool_call(output, "model", "tool call response")
+        self._add(AIMessage(content=answer_text(output)), "model")
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -184,10 +188,9 @@ class MessageManager:
                      next((i for i, e in enumerate(self.entries) if e.kind == "summary"), None))
             if i is None:
                 break
-            removed = [self.entries.pop(i)]
-            if removed[0].kind == "model" and i < len(self.entries) and self.entries[i].kind == "tool":
-                removed.append(self.entries.pop(i))  # a tool call and its answer go together
-            self.trimmed.extend(e for e in removed if e.kind in PAST_STEP_KINDS)
+            removed = self.entries.pop(i)
+            if removed.kind in PAST_STEP_KINDS:
+                self.trimmed.append(removed)
         excess = self.total_tokens - self.max_input_tokens
         if excess > 0:
             self._trim_current_state(excess)
@@ -217,10 +220,9 @@ def render(entries: list[Entry]) -> str:
     lines = []
     for e in entries:
         if e.kind == "model":
-            calls = getattr(e.message, "tool_calls", None) or []
-            lines.extend(f"Navigator: {json.dumps(c.get('args'), ensure_ascii=False)}" for c in calls)
+            lines.append(f"Navigator: {e.message.content}")
         elif e.kind == "plan":
             lines.append(f"Planner: {e.message.content}")
-        elif e.kind != "tool":
+        else:
             lines.append(str(e.message.content))
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import dom
 from workers.agent.actions import BoundAction, actions_json_schema, parse_action
 from workers.agent.context import JobContext
 from workers.agent.errors import LLMOutputError
-from workers.agent.llm import Answer, ToolSpec, call_structured
+from workers.agent.llm import Answer, ToolSpec, call_structured, charged
 from workers.agent.messages import MessageManager
 from workers.jobs.model.result import NavigatorBrain
 
@@ -72,8 +72,12 @@ async def next_actions(ctx: JobContext, messages: MessageManager, max_actions: i
     assert ctx.llms is not None
     history = messages.messages(images=ctx.spec.options.use_vision)
     reply = await call_structured(ctx.llms.for_role("navigator"), history, navigator_tool(), role="navigator",
-                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
-    return Answer(parse_output(reply.data, max_actions), reply)
+                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry,
+                                  method=ctx.llms.output("navigator"))
+    try:
+        return Answer(parse_output(reply.data, max_actions), reply)
+    except LLMOutputError as exc:
+        raise charged(exc, reply) from None
 
 
 def parse_output(data: dict[str, Any], max_actions: int) -> NavigatorOutput:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from workers.agent.context import JobContext
 from workers.agent.errors import LLMOutputError
-from workers.agent.llm import Answer, ToolSpec, call_structured
+from workers.agent.llm import Answer, ToolSpec, call_structured, charged
 from workers.agent.messages import MessageManager
 from workers.agent.outcome import Outcome
 from workers.agent.prompts import SECURITY_RULES, planner_system
@@ -64,9 +64,10 @@ async def plan(ctx: JobContext, messages: MessageManager) -> Answer[PlannerOutpu
     assert ctx.llms is not None
     history = messages.planner_messages(planner_system(SECURITY_RULES), images=ctx.spec.options.use_vision_for_planner)
     reply = await call_structured(ctx.llms.for_role("planner"), history, planner_tool(), role="planner",
-                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
+                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry,
+                                  method=ctx.llms.output("planner"))
     try:
         return Answer(PlannerOutput.model_validate(reply.data), reply)
     except ValidationError as exc:
-        raise LLMOutputError(f"invalid plan: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}",
-                             raw=reply.raw) from None
+        raise charged(LLMOutputError(f"invalid plan: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}",
+                                     raw=reply.raw), reply) from None

@@ -3,9 +3,10 @@
 Any ``BaseChatModel`` subclass plugs in without code (``langchain_anthropic:ChatAnthropic``,
 ``langchain_google_genai:ChatGoogleGenerativeAI``, …). The constructor arguments browserd passes
 are langchain's common names (``model``, ``base_url``, ``timeout``, ``max_retries``,
-``temperature``, ``top_p``, ``reasoning_effort``); one the class does not take is left out when
-browserd merely prefers it (``timeout``, ``max_retries``) and is an error when the user asked for
-it (a base URL, a sampling parameter), so no setting is silently ignored.
+``temperature``, ``top_p``, ``reasoning_effort``, ``max_tokens``); one the class does not take is
+left out when browserd merely prefers it (``timeout``, ``max_retries``, ``max_tokens``, which always
+has a value) and is an error when the user asked for it (a base URL, a sampling parameter), so no
+setting is silently ignored.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ def build(llm: LlmConfig, model: str, params: dict[str, Any]) -> BaseChatModel:
         if accepts(cls, name):
             kwargs[name] = value
     wanted = dict(params)
+    cap = wanted.pop("max_tokens", None)
+    if cap is not None and _is_openai(cls) and llm.base_url:
+        # ChatOpenAI sends its max_tokens as max_completion_tokens, which OpenAI wants and servers of
+        # the older API (llama-cpp-python, older Ollama) ignore or refuse; every one takes max_tokens
+        kwargs["extra_body"] = {**(wanted.pop("extra_body", None) or {}), "max_tokens": cap}
+    elif cap is not None and accepts(cls, "max_tokens"):
+        kwargs["max_tokens"] = cap  # a class without an output cap gets none rather than failing
     if llm.base_url:
         wanted["base_url"] = llm.base_url
     refused = sorted(name for name in wanted if not accepts(cls, name))

@@ -10,9 +10,9 @@ from langchain_core.messages import HumanMessage, SystemMessage
 import dom
 from workers.agent.actions.registry import action
 from workers.agent.context import ActionResult, JobContext
-from workers.agent.errors import ActionError
+from workers.agent.errors import ActionError, LLMOutputError
 from workers.agent.findings import short
-from workers.agent.llm import ToolSpec, call_structured
+from workers.agent.llm import LLMReply, ToolSpec, call_structured
 from workers.agent.merge import without_extensions
 from workers.agent.prompts import SECURITY_RULES, extractor_system
 from workers.agent.wrapping import user_request
@@ -96,8 +96,14 @@ async def _extract_chunk(ctx: JobContext, goal: str, url: str, chunk: str, numbe
         SystemMessage(extractor_system(SECURITY_RULES)),
         HumanMessage(ctx.secrets.scrub(f"{request}\n{page}")),
     ]
-    reply = await call_structured(ctx.llms.for_role("extractor"), messages, tool, role="extractor",
-                                  cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry)
+    try:
+        reply = await call_structured(ctx.llms.for_role("extractor"), messages, tool, role="extractor",
+                                      cancel=ctx.cancel, retry=ctx.llms.retry, telemetry=ctx.telemetry,
+                                      method=ctx.llms.output("extractor"))
+    except LLMOutputError as exc:
+        if isinstance(exc.reply, LLMReply):  # an unusable extraction still cost its tokens
+            ctx.usage.add(exc.reply.input_tokens, exc.reply.output_tokens, exc.reply.seconds)
+        raise
     ctx.usage.add(reply.input_tokens, reply.output_tokens, reply.seconds)
     return reply.data.get("data") if wrapped else reply.data
 

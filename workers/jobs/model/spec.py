@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from config import ReasoningEffort
+from config import OutputMethod, ReasoningEffort
 from config.networks import parse_networks
 from workers.jobs.model.browsing import (
     Geolocation,
@@ -55,10 +55,14 @@ class ModelParams(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
     reasoning_effort: ReasoningEffort | None = Field(None, description="low, medium or high (reasoning models).")
+    max_tokens: int | None = Field(None, ge=16, le=1_000_000, description="Most tokens one answer may have; at "
+                                   "most BROWSERD_<ROLE>_MAX_TOKENS (a higher value is lowered to it).")
+    output: OutputMethod | None = Field(None, description="How the answer is asked for: tools, json_schema, "
+                                        "json_object or text (BROWSERD_<ROLE>_OUTPUT).")
 
     def set(self) -> dict[str, Any]:
-        """Only the parameters this job sets."""
-        return self.model_dump(exclude_none=True)
+        """Only the parameters this job sets for the model itself (the output method is not one)."""
+        return self.model_dump(exclude_none=True, exclude={"output"})
 
 
 class RoleModelParams(BaseModel):
@@ -92,7 +96,7 @@ class AgentOptions(BaseModel):
     use_vision_for_planner: bool = Field(False, description="Send the planner the same screenshot.")
     viewport_expansion: int | None = Field(None, ge=-1)
     model_params: RoleModelParams = Field(
-        default_factory=RoleModelParams, description="temperature, top_p and reasoning_effort per role, e.g. "
+        default_factory=RoleModelParams, description="temperature, top_p, reasoning_effort, max_tokens and output per role, e.g. "
         '{"navigator": {"temperature": 0.2}}; unset ones take the settings.')
     keep_session: float | None = Field(
         None, gt=0, le=86_400, description="Keep the browser context and the agent's history this many idle "

@@ -35,6 +35,8 @@ class FailureCategory(StrEnum):
     llm_auth = "llm_auth"
     llm_error = "llm_error"
     llm_bad_request = "llm_bad_request"
+    llm_timeout = "llm_timeout"  # a step's model call was unanswered at the step's limit, max_failures times
+    llm_truncated = "llm_truncated"  # the answers were cut at max_tokens, max_failures times
     url_blocked = "url_blocked"
     dns_error = "dns_error"  # a host name that does not resolve: a typo, or a name only another network knows
     browser_crash = "browser_crash"

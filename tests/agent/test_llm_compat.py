@@ -1,0 +1,181 @@
+"""Real OpenAI-compatible servers (issue 24): message shapes every common server takes, each output
+method, max_tokens and cut answers, the step limit, and every served call counted.
+
+The stand-in runs in strict mode (its default): it refuses what llama.cpp's server refuses (a null
+content beside tool calls, a non-string assistant turn) and top-level fields OpenAI's API does not
+have, so a job that passes here sends nothing those servers reject.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from config import load_settings
+from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
+from tests.support.jobs import llms_of
+from tests.support.llm_server import Reply
+from workers.agent import RetryPolicy
+from workers.agent.llm import ToolSpec, call_structured
+from workers.jobs.model.spec import AgentOptions, ModelParams
+from workers.jobs.model.status import FailureCategory, JobStatus
+
+METHODS = ("tools", "json_schema", "json_object", "text")
+TOOL = ToolSpec("Answer", "an answer", {"type": "object", "properties": {"n": {"type": "integer"}}})
+
+
+def settings_for(llm, **extra):
+    return load_settings(llm_base_url=llm.base_url, openai_api_key="test-key", max_steps=6, job_timeout=120,
+                         **extra)
+
+
+async def wait_for(condition) -> None:
+    """Until ``condition()`` holds (the stand-in's threads notice a closed connection on their own)."""
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+
+
+def test_strict_stand_in_refuses_what_llama_cpp_refuses(llm):
+    """The stand-in's strict mode: null content beside tool calls (what langchain-openai sent for the
+    example answer), a list as an assistant turn's content, an unknown top-level field."""
+    url = f"{llm.base_url}/chat/completions"
+    call = {"id": "1", "type": "function", "function": {"name": "AgentOutput", "arguments": "{}"}}
+    bodies = [
+        {"model": "m", "messages": [{"role": "user", "content": "hi"},
+                                    {"role": "assistant", "content": None, "tool_calls": [call]}]},
+        {"model": "m", "messages": [{"role": "assistant", "content": [{"type": "text", "text": "x"}]}]},
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= x"},
+    ]
+    statuses = [httpx.post(url, json=body).status_code for body in bodies]
+    assert statuses == [400, 400, 400]
+    assert "null beside tool_calls" in llm.refused[0]
+    assert "assistant turn" in llm.refused[1] and "grammar" in llm.refused[2]
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_every_output_method_runs_a_job_against_the_strict_stand_in(pool, site, llm, method):
+    settings = settings_for(llm, navigator_output=method, planner_output=method)
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="3 products"))
+    llm.add(NAVIGATOR, act({"scroll_down": {}}), act({"done": {"text": "3 products"}}))
+    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"))
+    assert result.status == JobStatus.succeeded, result.error
+    assert result.final_answer == "3 products" and llm.refused == []
+    for request in llm.requests:
+        assert all(isinstance(m["content"], (str, list)) and "tool_calls" not in m for m in request["messages"])
+        assert request["max_tokens"] == 2048 and "max_completion_tokens" not in request
+        assert ("tools" in request) == (method == "tools")
+        kind = (request.get("response_format") or {}).get("type")
+        assert kind == {"tools": None, "text": None}.get(method, method)
+        if method in ("json_object", "text"):
+            assert '"AgentOutput" answer' in request["messages"][0]["content"] or \
+                '"PlannerOutput" answer' in request["messages"][0]["content"]
+    last = llm.requests_for(PLANNER)[-1]["messages"]
+    answers = [m["content"] for m in last if m["role"] == "assistant" and not m["content"].startswith("<plan>")]
+    assert '"done"' in answers[-1]  # the navigator's past answer: an assistant text turn with its JSON
+
+
+async def test_max_tokens_per_role_from_settings_and_job(pool, site, llm):
+    settings = settings_for(llm, navigator_max_tokens=300, planner_max_tokens=700)
+    options = {"model_params": {"planner": {"max_tokens": 500}, "navigator": {"max_tokens": 5000}}}
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="ok"))
+    llm.add(NAVIGATOR, act({"done": {"text": "ok"}}))
+    result, _, _ = await run(pool, settings, task="Look", start_url=site.url("agent/catalog.html"), options=options)
+    assert result.status == JobStatus.succeeded, result.error
+    assert {r["max_tokens"] for r in llm.requests_for(PLANNER)} == {500}  # a job may lower its cap
+    assert llm.requests_for(NAVIGATOR)[0]["max_tokens"] == 300  # but not raise it past the operator's
+
+
+@pytest.mark.parametrize(("params", "field"), [({"max_tokens": 0}, "max_tokens"), ({"max_tokens": "a"}, "max_tokens"),
+                                               ({"output": "xml"}, "output"), ({"output": 1}, "output")])
+def test_job_output_settings_are_validated(params, field):
+    with pytest.raises(ValidationError, match=field):
+        ModelParams(**params)
+    with pytest.raises(ValidationError, match=f"model_params.navigator.{field}"):
+        AgentOptions(model_params={"navigator": params})
+
+
+CUT = '{"current_state": {"evaluation_previous_goal": "Success - the page is op'
+
+
+@pytest.mark.parametrize(("finish", "method"), [("length", "tools"), ("tool_calls", "tools"),
+                                               ("length", "json_schema"), ("length", "json_object"),
+                                               ("length", "text"), ("stop", "text")])
+async def test_answers_cut_at_max_tokens_say_so(pool, site, llm, finish, method):
+    """finish_reason "length" with every method, or (llama.cpp) "tool_calls"/"stop" with broken JSON
+    as long as the cap."""
+    settings = settings_for(llm, navigator_max_tokens=64, navigator_output=method)
+    llm.add(PLANNER, plan())
+    llm.add(NAVIGATOR, *[Reply.tool(CUT, usage=(100, 64), finish=finish) for _ in range(3)])
+    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+                             options={"max_failures": 3})
+    assert result.status == JobStatus.failed
+    assert result.category == FailureCategory.llm_truncated
+    assert "answer was cut at max_tokens (64)" in result.error
+    told = llm.requests_for(NAVIGATOR)[-1]["messages"][-1]["content"]
+    assert "cut at max_tokens (64)" in told  # the model read why its answer was refused
+    assert result.totals.llm_calls == llm.served.calls == 4  # the cut answers were paid for
+
+
+async def test_a_hung_model_fails_its_step_and_max_failures_counts_it(pool, site, llm):
+    """The step limit fires (it used to end the whole job as ``timeout`` with the job's limit), the
+    steps are recorded, and the abandoned requests are closed: the server sees each client leave."""
+    settings = settings_for(llm, step_timeout=2, llm_timeout=60)
+    llm.add(PLANNER, plan(), plan())
+    llm.add(NAVIGATOR, Reply.hang(60), Reply.hang(60))
+    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+                             options={"max_failures": 2, "planning_interval": 1})
+    assert result.status == JobStatus.failed, result
+    assert result.category == FailureCategory.llm_timeout
+    assert "2 consecutive failures" in result.error
+    assert "navigator model 'gpt-4o-mini' gave no answer within the step's limit of 2s" in result.error
+    assert [bool(s.error) for s in result.steps] == [True, True]
+    second = llm.requests_for(NAVIGATOR)[1]["messages"]
+    assert sum("[Current state starts here]" in m["content"] for m in second) == 1  # the cut step's state went
+    assert result.totals.llm_calls == 2 == llm.served.calls  # the two plans; the hung calls served nothing
+    await wait_for(lambda: llm.disconnects == 2)
+    assert llm.disconnects == 2
+
+
+async def test_a_call_past_its_timeout_is_closed_and_retried(llm):
+    """BROWSERD_LLM_TIMEOUT: the client gives up on the call and closes its connection (the server
+    sees it leave, so it can stop generating), then retries."""
+    settings = settings_for(llm, llm_timeout=0.5)
+    llm.add("Answer", Reply.hang(30), Reply.tool({"n": 1}))
+    reply = await call_structured(llms_of(settings).navigator, [SystemMessage("s"), HumanMessage("q")], TOOL,
+                                  role="navigator", retry=RetryPolicy(attempts=2, base_delay=0.01))
+    assert (reply.data, reply.attempts) == ({"n": 1}, 2)
+    await wait_for(lambda: llm.disconnects == 1)
+    assert llm.disconnects == 1
+
+
+async def test_retries_stop_at_the_steps_deadline(pool, site, llm):
+    """A retry that the step's limit would cut is not started: the step fails as llm_timeout at once."""
+    settings = settings_for(llm, step_timeout=3)
+    llm.add(PLANNER, Reply.error(503, "overloaded", retry_after=10))
+    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+                             options={"max_failures": 1})
+    assert result.category == FailureCategory.llm_timeout, result.error
+    assert "planner model" in result.error and "within the step's limit of 3s" in result.error
+    assert "HTTP 503" in result.error and len(llm.requests) == 1
+
+
+async def test_every_served_call_is_counted_usable_or_not(pool, site, llm):
+    settings = settings_for(llm)
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="3 products"))
+    llm.add(NAVIGATOR, Reply.text("I will scroll now.", usage=(900, 11)),
+            Reply.text('{"current_state": ', usage=(950, 13)),
+            act({"done": {"text": "3 products"}}))
+    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+                             options={"max_failures": 3})
+    assert result.status == JobStatus.succeeded, result.error
+    served = llm.served
+    assert served.calls == 5
+    assert (result.totals.llm_calls, result.totals.input_tokens, result.totals.output_tokens) == (
+        served.calls, served.prompt_tokens, served.completion_tokens)
