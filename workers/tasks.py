@@ -20,6 +20,7 @@ from celery.signals import (
 
 from config import get_settings
 from config import setup_logging as configure_logging
+from workers.jobs.errors import JobsError
 from workers.jobs.model.status import JobStatus, Priority
 from workers.jobs.queue.app import app
 from workers.jobs.queue.limits import hard_limit
@@ -32,11 +33,12 @@ log = logging.getLogger("browserd.worker")
 RUNTIME_RETRY_SECONDS = 5.0
 
 
-class JobFailed(Exception):
+class JobFailed(JobsError):
     """The job ended failed or cancelled (its state and result are already in the job store).
 
     Raised so Celery's own view (Flower, celery-exporter, ``task-failed`` events) agrees with the
-    job store; listed in the task's ``throws``, so it is logged as expected, without a traceback.
+    job store; listed in the task's ``throws``, so it is logged as expected, without a traceback
+    (which needs it to survive pickling, as every ``JobsError`` does).
     The message is still acknowledged: with ``task_acks_late``, Celery acks a task that raised
     (``task_acks_on_failure_or_timeout`` stays True), so the job is not delivered again.
     """
