@@ -201,7 +201,7 @@ class Settings(BaseSettings):
 
     # --- reconciler and limits -------------------------------------------------------------
     reconcile_interval: float = Field(
-        30.0, gt=0, description="Seconds between reconciler passes (sent by `browserd beat`; one runs at a time)."
+        30.0, gt=0, description="Seconds between reconciler passes (the workers run them, one at a time across the fleet; no `browserd beat` needed)."
     )
     stale_job_seconds: float = Field(
         60.0, gt=0, description="A running job without a heartbeat this long is sent again by the reconciler "

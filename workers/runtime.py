@@ -166,15 +166,23 @@ class WorkerRuntime:
         await self._beat()
         loop = asyncio.get_running_loop()
         self._ticker = loop.create_task(self._tick_forever(), name="worker-ticker")
-        # A worker starting is often a worker restarting after a crash: look for what it left.
-        self._reconcile = loop.create_task(self._reconcile_once(), name="worker-reconcile")
+        self._reconcile = loop.create_task(self._reconcile_forever(), name="worker-reconcile")
 
-    async def _reconcile_once(self) -> None:
+    async def _reconcile_forever(self) -> None:
+        """The reconciler, from every worker: a pass at start (a worker starting is often one
+        restarting after a crash: look for what it left), then the fleet's one pass per interval,
+        taken by whichever worker looks first (``Reconciler.run_if_due``). So a job abandoned at
+        its hard limit, or left by a dead worker, is recovered without ``browserd beat``."""
         assert self.store is not None
-        try:
-            await Reconciler(self.store, self.settings).run_once()
-        except Exception as exc:
-            log.warning("reconciler pass at start failed: %s: %s", type(exc).__name__, exc)
+        reconciler = Reconciler(self.store, self.settings)
+        look = reconciler.run_once
+        while True:
+            try:
+                await look()
+            except Exception as exc:  # Redis away: the next look tries again
+                log.warning("reconciler pass failed: %s: %s", type(exc).__name__, exc)
+            look = reconciler.run_if_due
+            await asyncio.sleep(self.settings.reconcile_interval / 2)
 
     async def _astop(self) -> None:
         for task in (self._ticker, self._reconcile):

@@ -195,6 +195,11 @@ class Keys:
     def reconciler_lock(self) -> str:
         return f"{self.prefix}reconciler:lock"
 
+    @property
+    def reconciler_due(self) -> str:
+        """Set (with a TTL of one interval) by the worker that takes the interval's pass."""
+        return f"{self.prefix}reconciler:due"
+
     def session(self, session_id: str) -> str:
         return f"{self.prefix}session:{session_id}"
 
