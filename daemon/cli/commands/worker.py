@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     check_limits(settings)
     name = args.name or default_node_name()
     common = [f"--loglevel={settings.log_level}",
-              "--without-mingle",  # browserd does not use revokes; skip the start-up sync
+              "--without-mingle",  # no start-up sync of revoked sets: a revoke a worker meets becomes the job's cancel
               "--without-gossip"]  # workers need not track each other; the job store does the bookkeeping
     side = _start_side_consumer(name, SIDE_QUEUES, args.side_concurrency, common) if args.side_concurrency > 0 else None
     try:
