@@ -176,6 +176,10 @@ class Settings(BaseSettings):
         description="Private networks webhooks may be delivered to (comma-separated CIDRs, e.g. 127.0.0.1/32); "
         "loopback, private, link-local and metadata addresses are refused otherwise.",
     )
+    webhook_retry_seconds: float = Field(
+        7200.0, ge=0, description="How long a failing webhook delivery is tried again (waits of 1 s, 2 s, 4 s ... up "
+        "to 10 minutes apart) before it is given up; 0: never retried.",
+    )
     secrets_key: SecretStr | None = Field(
         None,
         description="Fernet key (32 url-safe base64 bytes) that encrypts job secrets, stored credentials, proxy "
