@@ -61,6 +61,7 @@ from workers.jobs.queue.app import app
 from workers.jobs.queue.names import DELIVER_WEBHOOK
 from workers.jobs.store.keys import Keys
 from workers.jobs.webhooks.destinations import address_refusal, networks
+from workers.jobs.webhooks.models import GivenUpDelivery
 from workers.jobs.webhooks.guard import DeliveryGuard
 from workers.jobs.webhooks.retries import retry_countdown
 
@@ -194,8 +195,20 @@ def deliver_webhook(self: Task, url: str, event: str, payload: dict[str, Any], d
     except WebhookFailed as exc:
         countdown = retry_countdown(get_settings().webhook_retry_seconds, self.request.retries)
         if countdown is None:
+            _keep(GivenUpDelivery(delivery_id=delivery_id or self.request.id or uuid.uuid4().hex, url=url, event=event,
+                                  payload=payload, given_up_at=datetime.now(UTC), attempts=self.request.retries + 1,
+                                  error=str(exc)))
             raise
         raise self.retry(exc=exc, countdown=countdown) from None
+
+
+def _keep(delivery: GivenUpDelivery) -> None:
+    try:
+        guard().given_up(delivery)
+        log.error("webhook %s (%s) to %s given up after %d attempts: kept for redelivery (browserd webhooks)",
+                  delivery.event, delivery.delivery_id, delivery.url, delivery.attempts)
+    except (redis.RedisError, ValueError) as exc:  # Redis away, or none configured (a direct call)
+        log.error("webhook %s (%s) given up, and could not be kept: %s", delivery.event, delivery.delivery_id, exc)
 
 
 def _deliver(self: Task, url: str, event: str, payload: dict[str, Any], delivery_id: str | None) -> int:
