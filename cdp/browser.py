@@ -19,6 +19,7 @@ from cdp.connection import Connection
 from cdp.errors import BrowserGone, CDPException, CDPTimeout, ChromeLaunchError
 from cdp.launcher import ChromeProcess, Debugging, launch_chrome, tree_memory_bytes
 from cdp.page import Page
+from config.tasks import cancel_and_wait
 
 log = logging.getLogger("browserd.cdp")
 
@@ -167,9 +168,7 @@ class Browser:
         if self.process is not None:
             await self.process.kill()
         if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._watch
+            await cancel_and_wait(self._watch, "browser watch")
 
 
 async def _first_reply(connection: Connection, process: ChromeProcess, timeout: float) -> None:

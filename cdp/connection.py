@@ -18,6 +18,7 @@ from typing import Any
 from cdp.errors import BrowserGone, CDPError, CDPException, CDPTimeout
 from cdp.session import CDPSession
 from cdp.transport import PipeTransport, Transport, TransportClosed, WebSocketTransport
+from config.tasks import cancel_and_wait
 
 log = logging.getLogger("browserd.cdp")
 
@@ -203,8 +204,4 @@ class Connection:
     async def close(self) -> None:
         self._lost("connection closed by browserd")
         await self._transport.close()
-        self._reader.cancel()
-        try:
-            await self._reader
-        except (asyncio.CancelledError, Exception):
-            pass
+        await cancel_and_wait(self._reader, "cdp reader")

@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 from cdp.upstream import DestinationUnreachable, UpstreamFailure, UpstreamProxy
 from config.hosts import canonical_host
 from config.networks import IPAddress, IPNetwork, closed_kind, networks, unmapped
+from config.tasks import cancel_and_wait
 
 log = logging.getLogger("browserd.egress")
 
@@ -234,9 +235,7 @@ class Gate:
         self.rule = DenyAll("the job's browser context is closed")
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._tasks), "egress connection")
         self.proxy.forget(self)
 
 

@@ -32,6 +32,7 @@ from cdp.netns import BrowserNetwork, NamespaceUnavailable
 from cdp.netwatch import NetworkServiceWatch
 from cdp.page import Page
 from config.isolation import CHROME_USER, IsolationLayer
+from config.tasks import cancel_and_wait
 
 log = logging.getLogger("browserd.pool")
 
@@ -223,17 +224,8 @@ class BrowserPool:
         self._closed = True
         async with self._changed:
             self._changed.notify_all()
-        for watch in (self._health, self._contexts_watch):
-            if watch:
-                watch.cancel()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait([*self._tasks, self._health, self._contexts_watch], "browser pool task")
         await asyncio.gather(*(self._retire(s) for s in list(self._slots)), return_exceptions=True)
-        for watch in (self._health, self._contexts_watch):
-            if watch:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watch
         if self.egress is not None:
             await self.egress.close()
         if self.network is not None:
@@ -552,9 +544,7 @@ class BrowserPool:
         if slot.network_watch is not None:
             slot.network_watch.close()
         if slot.refill_task:
-            slot.refill_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await slot.refill_task
+            await cancel_and_wait(slot.refill_task, "browser refill")
         warm = [context_id for context_id, _ in slot.warm]
         slot.warm.clear()
         if slot.browser is not None:

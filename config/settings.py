@@ -190,6 +190,10 @@ class Settings(BaseSettings):
         description="Private networks webhooks may be delivered to (comma-separated CIDRs, e.g. 127.0.0.1/32); "
         "loopback, private, link-local and metadata addresses are refused otherwise.",
     )
+    webhook_retry_seconds: float = Field(
+        7200.0, ge=0, description="How long a failing webhook delivery is tried again (waits of 1 s, 2 s, 4 s ... up "
+        "to 10 minutes apart) before it is given up; 0: never retried.",
+    )
     secrets_key: SecretStr | None = Field(
         None,
         description="Fernet key (32 url-safe base64 bytes) that encrypts job secrets, stored credentials, proxy "
@@ -220,7 +224,7 @@ class Settings(BaseSettings):
 
     # --- reconciler and limits -------------------------------------------------------------
     reconcile_interval: float = Field(
-        30.0, gt=0, description="Seconds between reconciler passes (sent by `browserd beat`; one runs at a time)."
+        30.0, gt=0, description="Seconds between reconciler passes (the workers run them, one at a time across the fleet; no `browserd beat` needed)."
     )
     stale_job_seconds: float = Field(
         60.0, gt=0, description="A running job without a heartbeat this long is sent again by the reconciler "

@@ -49,6 +49,7 @@ from workers.jobs.sessions.models import (
     SessionView,
     TabList,
 )
+from workers.jobs.webhooks.models import GivenUpDelivery
 
 STREAM_READ_TIMEOUT = 60.0  # the API sends a keep-alive every few seconds; silence this long: reconnect
 BATCH_SUBMIT_TIMEOUT = 120.0  # a batch of 100,000 jobs is checked and recorded before the answer
@@ -150,6 +151,17 @@ class Calls:
     @staticmethod
     def cancel(job_id: str) -> Call:
         return Call("POST", f"/v1/jobs/{_q(job_id)}/cancel", answer=JobRecord)
+
+    @staticmethod
+    def given_up(limit: int) -> Call:
+        return Call("GET", "/v1/webhooks/given-up", params={"limit": limit}, answer=list[GivenUpDelivery])
+
+    @staticmethod
+    def redeliver(delivery_id: str | None) -> Call:
+        """One given-up webhook delivery again, or (None) all of them."""
+        if delivery_id is None:
+            return Call("POST", "/v1/webhooks/given-up/redeliver", answer=dict[str, int])
+        return Call("POST", f"/v1/webhooks/given-up/{_q(delivery_id)}/redeliver", answer=GivenUpDelivery)
 
     @staticmethod
     def steer(job_id: str, action: str) -> Call:
@@ -458,6 +470,18 @@ class Client:
     def cancel(self, job_id: str) -> JobRecord:
         return self._call(Calls.cancel(job_id))
 
+    def given_up_webhooks(self, limit: int = 100) -> list[GivenUpDelivery]:
+        """Webhook deliveries given up after their last retry, newest first."""
+        return self._call(Calls.given_up(limit))
+
+    def redeliver_webhook(self, delivery_id: str) -> GivenUpDelivery:
+        """Queue one given-up delivery again (same delivery id)."""
+        return self._call(Calls.redeliver(delivery_id))
+
+    def redeliver_webhooks(self) -> int:
+        """Queue every given-up delivery again; how many."""
+        return self._call(Calls.redeliver(None))["redelivered"]
+
     def artifacts(self, job_id: str) -> list[ArtifactLink]:
         """The job's artifacts (screenshots, final page, logs, downloads, large data)."""
         return self._call(Calls.artifacts(job_id))
@@ -734,6 +758,15 @@ class AsyncClient:
 
     async def cancel(self, job_id: str) -> JobRecord:
         return await self._call(Calls.cancel(job_id))
+
+    async def given_up_webhooks(self, limit: int = 100) -> list[GivenUpDelivery]:
+        return await self._call(Calls.given_up(limit))
+
+    async def redeliver_webhook(self, delivery_id: str) -> GivenUpDelivery:
+        return await self._call(Calls.redeliver(delivery_id))
+
+    async def redeliver_webhooks(self) -> int:
+        return (await self._call(Calls.redeliver(None)))["redelivered"]
 
     async def artifacts(self, job_id: str) -> list[ArtifactLink]:
         """The job's artifacts (screenshots, final page, logs, downloads, large data)."""

@@ -20,11 +20,14 @@ import threading
 import uuid
 from typing import Any
 
+from celery.worker import state as celery_state
+
 import cdp
-from config import ConfigError, Settings
+from config import ConfigError, Settings, get_settings
 from config.isolation import HEARTBEAT_FIELD
 from workers.agent import LLMProviderError, provider_class
 from workers.instrument import PrometheusTelemetry, instrument_pool, serve_metrics
+from workers.jobs.lifecycle.cancelling import cancel_job
 from workers.jobs.model.status import JobStatus
 from workers.jobs.queue.app import default_node_name
 from workers.jobs.reconcile import Reconciler
@@ -87,6 +90,7 @@ class WorkerRuntime:
         self._reconcile: asyncio.Task[None] | None = None
         self._metrics: Any = None
         self._unmeter: Any = None
+        self.task_ids: dict[str, str] = {}  # job id -> the Celery task id delivering it here, until revoked
 
     # --- lifecycle (called from Celery's threads) ------------------------------------------
 
@@ -115,9 +119,12 @@ class WorkerRuntime:
             self._metrics.server_close()
             self._metrics = None
 
-    def run(self, job_id: str, hard: float) -> Delivered:
-        """Run one delivery to its end or its hard limit (seconds)."""
+    def run(self, job_id: str, hard: float, task_id: str | None = None) -> Delivered:
+        """Run one delivery to its end or its hard limit (seconds); ``task_id`` is the Celery task
+        delivering it, watched for a revoke."""
         assert self.pipeline is not None, "WorkerRuntime.start() was not called"
+        if task_id:
+            self.task_ids[job_id] = task_id
         future = asyncio.run_coroutine_threadsafe(self.pipeline.deliver(job_id), self.loop)
         try:
             return future.result(timeout=hard)
@@ -126,6 +133,13 @@ class WorkerRuntime:
             log.error("job %s passed its hard time limit (%gs); abandoned", job_id, hard)
             self._call(self.pipeline.abandon(job_id, hard), 10.0)
             return Delivered(Abandoned.hard_limit, JobStatus.failed)
+        finally:
+            self.task_ids.pop(job_id, None)
+
+    def cancel(self, job_id: str, task_id: str | None) -> None:
+        """Cancel ``job_id`` as ``browserd cancel`` does, because Celery revoked its task."""
+        self.task_ids.pop(job_id, None)
+        self._call(self._cancel_revoked(job_id, task_id), 10.0)
 
     def serve_session(self, session_id: str, hard: float) -> str:
         """Serve one interactive session to its end (or ``hard`` seconds); returns why it ended."""
@@ -166,15 +180,23 @@ class WorkerRuntime:
         await self._beat()
         loop = asyncio.get_running_loop()
         self._ticker = loop.create_task(self._tick_forever(), name="worker-ticker")
-        # A worker starting is often a worker restarting after a crash: look for what it left.
-        self._reconcile = loop.create_task(self._reconcile_once(), name="worker-reconcile")
+        self._reconcile = loop.create_task(self._reconcile_forever(), name="worker-reconcile")
 
-    async def _reconcile_once(self) -> None:
+    async def _reconcile_forever(self) -> None:
+        """The reconciler, from every worker: a pass at start (a worker starting is often one
+        restarting after a crash: look for what it left), then the fleet's one pass per interval,
+        taken by whichever worker looks first (``Reconciler.run_if_due``). So a job abandoned at
+        its hard limit, or left by a dead worker, is recovered without ``browserd beat``."""
         assert self.store is not None
-        try:
-            await Reconciler(self.store, self.settings).run_once()
-        except Exception as exc:
-            log.warning("reconciler pass at start failed: %s: %s", type(exc).__name__, exc)
+        reconciler = Reconciler(self.store, self.settings)
+        look = reconciler.run_once
+        while True:
+            try:
+                await look()
+            except Exception as exc:  # Redis away: the next look tries again
+                log.warning("reconciler pass failed: %s: %s", type(exc).__name__, exc)
+            look = reconciler.run_if_due
+            await asyncio.sleep(self.settings.reconcile_interval / 2)
 
     async def _astop(self) -> None:
         for task in (self._ticker, self._reconcile):
@@ -203,11 +225,24 @@ class WorkerRuntime:
                             late, len(self.pipeline.runs) if self.pipeline else 0)
             count += 1
             try:
+                await self._revoked_while_running()
                 await self.pipeline.check_flags()  # type: ignore[union-attr]
                 if count % ticks_per_beat == 0:
                     await self._beat()
             except Exception as exc:  # Redis hiccups must not stop the heartbeat for good
                 log.warning("worker heartbeat failed: %s", exc)
+
+    async def _revoked_while_running(self) -> None:
+        """A revoke without terminate only adds the task id to this worker's revoked set (Celery
+        never stops a running task for it): look there for the running jobs' tasks."""
+        for job_id, task_id in list(self.task_ids.items()):
+            if task_id in celery_state.revoked:
+                self.task_ids.pop(job_id, None)
+                await self._cancel_revoked(job_id, task_id)
+
+    async def _cancel_revoked(self, job_id: str, task_id: str | None) -> None:
+        assert self.store is not None
+        await cancel_as_revoked(self.store, job_id, task_id)
 
     async def _beat(self) -> None:
         assert self.store is not None and self.pipeline is not None
@@ -264,3 +299,27 @@ def stop_runtime() -> None:
         runtime.stop()
 
 
+
+
+async def cancel_as_revoked(store: JobStore, job_id: str, task_id: str | None) -> None:
+    """The job's cancel, as ``browserd cancel`` records it, for a revoke of its Celery task."""
+    done = await cancel_job(store, job_id)
+    log.info("job %s: its Celery task %s was revoked: cancel %s", job_id, task_id, done.outcome)
+
+
+def cancel_revoked(job_id: str, task_id: str | None) -> None:
+    """Celery revoked the task of ``job_id``: cancel the job, on this process's runtime when it has
+    one, else (the prefork pool's parent process) over a connection of its own."""
+    if _runtime is not None:
+        _runtime.cancel(job_id, task_id)
+        return
+    settings = get_settings()
+
+    async def cancel_here() -> None:
+        store = JobStore(connect(settings.redis_url or ""), result_ttl=settings.result_ttl)
+        try:
+            await cancel_as_revoked(store, job_id, task_id)
+        finally:
+            await store.redis.aclose()
+
+    asyncio.run(cancel_here())

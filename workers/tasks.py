@@ -10,8 +10,11 @@ import logging
 from typing import Any
 
 from celery import Task
+from celery.concurrency import get_implementation
+from celery.concurrency.thread import TaskPool
 from celery.signals import (
     setup_logging,
+    task_revoked,
     worker_init,
     worker_process_init,
     worker_process_shutdown,
@@ -20,23 +23,26 @@ from celery.signals import (
 
 from config import get_settings
 from config import setup_logging as configure_logging
+from workers.jobs.errors import JobsError
 from workers.jobs.model.status import JobStatus, Priority
 from workers.jobs.queue.app import app
 from workers.jobs.queue.limits import hard_limit
 from workers.jobs.queue.names import QUEUES, RUN_JOB, SESSIONS_QUEUE
 from workers.jobs.store.outcomes import ClaimOutcome
-from workers.runtime import get_runtime, name_node, stale_after, stop_runtime
+from workers.runtime import cancel_revoked, get_runtime, name_node, stale_after, stop_runtime
+from workers.threads_pool import ThreadsPool
 
 log = logging.getLogger("browserd.worker")
 
 RUNTIME_RETRY_SECONDS = 5.0
 
 
-class JobFailed(Exception):
+class JobFailed(JobsError):
     """The job ended failed or cancelled (its state and result are already in the job store).
 
     Raised so Celery's own view (Flower, celery-exporter, ``task-failed`` events) agrees with the
-    job store; listed in the task's ``throws``, so it is logged as expected, without a traceback.
+    job store; listed in the task's ``throws``, so it is logged as expected, without a traceback
+    (which needs it to survive pickling, as every ``JobsError`` does).
     The message is still acknowledged: with ``task_acks_late``, Celery acks a task that raised
     (``task_acks_on_failure_or_timeout`` stays True), so the job is not delivered again.
     """
@@ -55,7 +61,7 @@ def run_job_task(self: Task, job_id: str) -> str:
     except Exception as exc:  # no browser or no Redis in this process: keep the job, try again later
         log.error("worker runtime unavailable (%s); job %s goes back to the queue", exc, job_id)
         raise self.retry(countdown=RUNTIME_RETRY_SECONDS, max_retries=None) from exc
-    delivered = runtime.run(job_id, hard)
+    delivered = runtime.run(job_id, hard, task_id=self.request.id)
     if delivered.outcome is ClaimOutcome.busy:
         # Delivered again while a live run still holds the job (its heartbeat is fresh): look
         # again once that heartbeat would have gone stale, in case its worker is in fact dying.
@@ -64,6 +70,18 @@ def run_job_task(self: Task, job_id: str) -> str:
     if delivered.status in (JobStatus.failed, JobStatus.cancelled):
         raise JobFailed(job_id, delivered.status)
     return delivered.outcome
+
+
+@task_revoked.connect
+def _revoked(sender: Any = None, request: Any = None, expired: bool = False, **_: Any) -> None:
+    """Celery's revoke means the job's cancel (issue 25): ``celery control revoke`` (terminate or not)
+    and Flower's Revoke and Terminate. Celery announces a revoke here when it discards a revoked
+    message at receipt (a queued job) and when it terminates a running task; a running task revoked
+    without terminate is caught by the runtime's look at the revoked set (``WorkerRuntime``). An
+    expired message is not a revoke: its job stays queued for the reconciler."""
+    if request is None or expired or getattr(sender, "name", None) != RUN_JOB or not request.args:
+        return
+    cancel_revoked(str(request.args[0]), getattr(request, "id", None))
 
 
 @setup_logging.connect
@@ -95,6 +113,8 @@ def _start_in_main_process(sender: Any = None, **_: Any) -> None:
     Either way the runtime goes by this worker's Celery node name (prefork children inherit it)."""
     if getattr(sender, "hostname", None):
         name_node(sender.hostname)
+    if getattr(sender, "pool_cls", None) and get_implementation(sender.pool_cls) is TaskPool:
+        sender.pool_cls = ThreadsPool  # a terminate cancels the job instead of raising NotImplementedError
     if not _uses_prefork(sender) and _runs_jobs(sender):
         _start_or_exit()
 

@@ -4,9 +4,9 @@ Delivery is a separate Celery task (``browserd.deliver_webhook``, published by n
 ``workers.jobs.queue.publish.send_webhook``) on its own queue, ``webhooks``,
 so a slow or dead receiver never holds a job slot: the job finishes, the task is queued, and any
 worker consuming ``webhooks`` (every ``browserd worker`` does by default) posts it. A failure
-(connection error, timeout, 408, 429 or 5xx) raises ``WebhookFailed``, and Celery's own retry
-machinery (``autoretry_for`` with exponential backoff and jitter) tries again, up to
-``MAX_RETRIES`` times; other 4xx answers are final (the receiver refused the payload). Each
+(connection error, timeout, 408, 429 or 5xx) raises ``WebhookFailed``, and the task is retried
+on ``workers.jobs.webhooks.retries``' schedule (doubling waits up to 10 minutes apart, for
+``BROWSERD_WEBHOOK_RETRY_SECONDS``, two hours by default); other 4xx answers are final (the receiver refused the payload). Each
 attempt is counted by outcome in ``browserd_webhook_deliveries_total`` and timed in
 ``browserd_webhook_delivery_seconds`` (``workers.jobs.metrics``); deliveries waiting are the
 ``webhooks`` queue's depth.
@@ -62,7 +62,9 @@ from workers.jobs.queue.app import app
 from workers.jobs.queue.names import DELIVER_WEBHOOK
 from workers.jobs.store.keys import Keys
 from workers.jobs.webhooks.destinations import address_refusal, networks
+from workers.jobs.webhooks.models import GivenUpDelivery
 from workers.jobs.webhooks.guard import DeliveryGuard
+from workers.jobs.webhooks.retries import retry_countdown
 
 log = logging.getLogger("browserd.webhooks")
 
@@ -74,7 +76,6 @@ DELIVERY_HEADER = "X-Browserd-Delivery"  # = webhook-id; kept for receivers that
 SIGNATURE_VERSION = "v1"
 TOLERANCE_SECONDS = 300  # Standard Webhooks' recommendation: 5 minutes either way
 TIMEOUT_SECONDS = 10.0
-MAX_RETRIES = 8  # with backoff 1, 2, 4, ... capped at 10 minutes: about 20 minutes of trying
 RETRYABLE = {408, 425, 429}
 
 
@@ -182,14 +183,36 @@ def guard() -> DeliveryGuard:
     return _guard
 
 
-@app.task(name=DELIVER_WEBHOOK, bind=True, ignore_result=True, acks_late=True, autoretry_for=(WebhookFailed,),
-          retry_backoff=1, retry_backoff_max=600, retry_jitter=True, max_retries=MAX_RETRIES)
+@app.task(name=DELIVER_WEBHOOK, bind=True, ignore_result=True, acks_late=True, max_retries=None)
 def deliver_webhook(self: Task, url: str, event: str, payload: dict[str, Any], delivery_id: str | None = None) -> int:
     """POST ``payload`` to ``url`` once per ``delivery_id``; returns the receiver's status (0: refused before
-    connecting, or sent before).
+    connecting, or sent before). A failure is retried on the schedule of ``retries`` until it is
+    spent; then the delivery is given up (the failure is raised).
 
     Without a ``delivery_id`` (a direct call) the Celery task id serves, the same across retries,
     and no dedupe across copies is kept."""
+    try:
+        return _deliver(self, url, event, payload, delivery_id)
+    except WebhookFailed as exc:
+        countdown = retry_countdown(get_settings().webhook_retry_seconds, self.request.retries)
+        if countdown is None:
+            _keep(GivenUpDelivery(delivery_id=delivery_id or self.request.id or uuid.uuid4().hex, url=url, event=event,
+                                  payload=payload, given_up_at=datetime.now(UTC), attempts=self.request.retries + 1,
+                                  error=str(exc)))
+            raise
+        raise self.retry(exc=exc, countdown=countdown) from None
+
+
+def _keep(delivery: GivenUpDelivery) -> None:
+    try:
+        guard().given_up(delivery)
+        log.error("webhook %s (%s) to %s given up after %d attempts: kept for redelivery (browserd webhooks)",
+                  delivery.event, delivery.delivery_id, delivery.url, delivery.attempts)
+    except (redis.RedisError, ValueError) as exc:  # Redis away, or none configured (a direct call)
+        log.error("webhook %s (%s) given up, and could not be kept: %s", delivery.event, delivery.delivery_id, exc)
+
+
+def _deliver(self: Task, url: str, event: str, payload: dict[str, Any], delivery_id: str | None) -> int:
     if delivery_id is None:
         return _post(self, url, event, payload, self.request.id or uuid.uuid4().hex)
     once = guard()
@@ -222,7 +245,8 @@ def _post(self: Task, url: str, event: str, payload: dict[str, Any], delivery_id
     body = json.dumps({"event": event, "delivery_id": delivery_id, "sent_at": datetime.now(UTC).isoformat(),
                        **payload}, separators=(",", ":"), default=str).encode()
     attempt = self.request.retries + 1
-    failed = "given_up" if self.request.retries >= MAX_RETRIES else "retrying"  # what a failure of this attempt is
+    last = retry_countdown(settings.webhook_retry_seconds, self.request.retries) is None
+    failed = "given_up" if last else "retrying"  # what a failure of this attempt is
     started = time.monotonic()
     try:
         receiver = resolve_receiver(url, networks(settings.webhook_allowed_networks))

@@ -27,6 +27,7 @@ import daemon.api.jobs as jobs
 import daemon.api.recipes as recipes
 import daemon.api.schedules as schedules
 import daemon.api.sessions as sessions
+import daemon.api.webhooks as webhooks
 import daemon.console as console
 import daemon.mcp.http as mcp_http
 from config import Settings, get_settings
@@ -118,6 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sessions.router)
     app.include_router(profiles.router)
     app.include_router(recipes.router)
+    app.include_router(webhooks.router)
     app.include_router(health)
     app.add_middleware(RequestMetrics)
     console.mount(app, settings)  # the web console at /ui, same token

@@ -87,7 +87,8 @@ def test_webhook_attempts_are_counted_by_outcome(receiver: tuple[str, type[_Rece
                                                  monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     """The real task, run eagerly (Celery retries at once, without the backoff's wait)."""
     from config import get_settings
-    from workers.webhooks import MAX_RETRIES, deliver_webhook
+    from workers.jobs.webhooks.retries import retry_delays
+    from workers.webhooks import deliver_webhook
 
     monkeypatch.setenv("BROWSERD_WEBHOOK_ALLOWED_NETWORKS", "127.0.0.1/32")  # the receiver is on loopback
     get_settings.cache_clear()
@@ -105,9 +106,10 @@ def test_webhook_attempts_are_counted_by_outcome(receiver: tuple[str, type[_Rece
     assert grew(before, after, deliveries, outcome="refused") == 1
     assert grew(before, after, "browserd_webhook_delivery_seconds_count") == 4
 
-    handler.answers = [500] * (MAX_RETRIES + 1)  # every attempt fails: the last one gives up
+    retries = len(retry_delays(get_settings().webhook_retry_seconds))
+    handler.answers = [500] * (retries + 1)  # every attempt fails: the last one gives up
     result = deliver_webhook.apply((url, "job.finished", {}))
     assert result.failed()
     final = now()
-    assert grew(after, final, deliveries, outcome="retrying") == MAX_RETRIES
+    assert grew(after, final, deliveries, outcome="retrying") == retries
     assert grew(after, final, deliveries, outcome="given_up") == 1

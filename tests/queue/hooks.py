@@ -1,4 +1,4 @@
-"""A webhook receiver for fault tests: answers 200, keeps every POST with its delivery id."""
+"""A webhook receiver for fault tests: answers ``status`` (200), keeps every POST with its delivery id and answer."""
 
 from __future__ import annotations
 
@@ -15,15 +15,18 @@ from workers.webhooks import DELIVERY_HEADER
 class Hooks:
     def __init__(self) -> None:
         self.posts: list[dict[str, Any]] = []
+        self.status = 200  # what it answers: set 503 for a receiver that is down
         self.lock = threading.Lock()
         hooks = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                status = hooks.status
                 with hooks.lock:
-                    hooks.posts.append({"delivery": self.headers[DELIVERY_HEADER], "at": time.time(), **body})
-                self.send_response(200)
+                    hooks.posts.append({"delivery": self.headers[DELIVERY_HEADER], "at": time.time(),
+                                        "answered": status, **body})
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

@@ -28,3 +28,21 @@ def test_a_workers_json_log_carries_job_attempt_step_and_url(site: StaticServer)
     assert {entry["step"] for entry in steps} >= {2, 3}, mine
     assert all(entry["url"] == url for entry in steps if entry["step"] >= 2), steps
     assert all({"ts", "level", "logger", "msg"} <= entry.keys() for entry in lines)
+
+
+def test_a_failed_job_logs_no_error_and_no_traceback(site: StaticServer) -> None:
+    """Issue 25, item 4: a job that ends failed raises ``JobFailed`` so Celery's view agrees with the
+    store; it must come back from Celery's pickle check as itself (listed in ``throws``), never as an
+    ``UnpickleableExceptionWrapper`` logged as an unexpected ERROR with a traceback."""
+    with stack(job_timeout=60, visibility_timeout=120) as s:
+        worker = s.start_worker(1)
+        job = s.submit({"script": [{"go_to_url": {"url": site.url("/cdp/basic.html")}},
+                                   *[{"wait": {"seconds": 1}}] * 10, {"done": {"text": "too late"}}],
+                        "timeout": 1})
+        assert s.wait_state(job["id"], {"succeeded", "failed", "cancelled"}, timeout=90)["state"] == "failed"
+        wait_until(lambda: "JobFailed" in worker.log(tail=200_000), 30, "Celery to log how the task ended")
+        text = worker.log(tail=200_000)
+
+    assert "raised expected: JobFailed" in text, text[-3000:]
+    assert "UnpickleableExceptionWrapper" not in text and "Traceback" not in text, text[-3000:]
+    assert not [line for line in text.splitlines() if " ERROR " in line or '"level": "ERROR"' in line], text[-3000:]

@@ -4,10 +4,10 @@ races it against anything slow (an LLM call, a wait, a page load) so those end p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from config.tasks import cancel_and_wait
 from workers.agent.errors import Cancelled
 
 T = TypeVar("T")
@@ -43,9 +43,7 @@ class CancelToken:
                     raise Cancelled(where)
         finally:
             if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+                await cancel_and_wait(task, f"job step {where or 'call'}")
 
     async def sleep(self, seconds: float, where: str = "while waiting") -> None:
         self.check(where)

@@ -13,7 +13,24 @@ from dataclasses import dataclass
 
 
 class JobsError(Exception):
-    """Base of the kernel's own errors."""
+    """Base of the kernel's own errors.
+
+    Each survives pickling as it is (its class, message and context attributes): Celery pickles
+    what a task raised to test it against the task's ``throws``, and an error that does not come
+    back (a subclass whose ``__init__`` takes other arguments than its message) became an
+    ``UnpickleableExceptionWrapper``, logged as an unexpected ERROR with a traceback (issue 25).
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(kind: type[JobsError], args: tuple[object, ...], state: dict[str, object]) -> JobsError:
+    """A pickled kernel error back, without calling its ``__init__`` (whose arguments differ)."""
+    error = kind.__new__(kind, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 @dataclass(frozen=True)

@@ -437,6 +437,54 @@ WORKER_INFO = WorkerInfo()
 REGISTRY.register(WORKER_INFO)
 
 
+class WithSideProcess(Collector):
+    """This process's metrics with those a side process counted into ``PROMETHEUS_MULTIPROC_DIR``
+    files at ``path``, samples of one name and labels summed (counters and histograms add up).
+
+    ``browserd worker``'s side consumer delivers the webhooks (and runs schedules) in a process of
+    its own that serves no ``/metrics``: its ``browserd_webhook_deliveries_total`` stayed 0 where
+    Prometheus scrapes (issue 25). It counts into files in a directory of the worker's, which the
+    worker's own endpoint adds in here (``merge_side_metrics``)."""
+
+    def __init__(self, path: str) -> None:
+        from prometheus_client import multiprocess  # reads the files; loaded only by a worker with a side process
+
+        self.side = CollectorRegistry()
+        multiprocess.MultiProcessCollector(self.side, path=path)
+
+    def collect(self) -> Iterator[Metric]:
+        side = {family.name: family for family in self.side.collect()}
+        for family in REGISTRY.collect():
+            extra = side.pop(family.name, None)
+            if extra is not None and family.type in ("counter", "histogram", "summary"):
+                family = _summed(family, extra)
+            yield family
+        yield from (family for family in side.values() if family.type != "gauge")
+
+
+def _summed(mine: Metric, theirs: Metric) -> Metric:
+    totals: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for sample in (*mine.samples, *theirs.samples):
+        if sample.name.endswith("_created"):
+            continue
+        key = (sample.name, tuple(sorted(sample.labels.items())))
+        totals[key] = totals.get(key, 0.0) + sample.value
+    merged = Metric(mine.name, mine.documentation, mine.type, mine.unit)
+    for (name, labels), value in totals.items():
+        merged.add_sample(name, dict(labels), value)
+    return merged
+
+
+_side_metrics: str | None = None
+
+
+def merge_side_metrics(path: str) -> None:
+    """The worker's side process counts into ``path`` (its ``PROMETHEUS_MULTIPROC_DIR``); this
+    process's endpoint, started after this call, adds those counts to its own."""
+    global _side_metrics
+    _side_metrics = path
+
+
 def start_worker_metrics_server(port: int, addr: str, *, node: str | None = None) -> Any:
     """Serve this worker's metrics over HTTP on ``addr``:``port`` (BROWSERD_METRICS_HOST, loopback unless
     the deployment opens it) in a daemon thread; returns the server (``.shutdown()``).
@@ -462,6 +510,9 @@ def start_worker_metrics_server(port: int, addr: str, *, node: str | None = None
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         registry.register(WORKER_INFO)
+    elif _side_metrics is not None:
+        registry = CollectorRegistry()
+        registry.register(WithSideProcess(_side_metrics))
     server, _thread = start_http_server(port, addr, registry=registry)
     return server
 

@@ -1,7 +1,10 @@
 """The reconciler: what a crash left half-done, found and finished. One pass at a time.
 
-Celery beat sends ``browserd.reconcile`` every ``BROWSERD_RECONCILE_INTERVAL`` seconds, and each
-worker runs a pass when it starts; a Redis lock lets one pass run at once. A pass:
+Every worker runs it (``workers.runtime``): a pass when it starts, then one per
+``BROWSERD_RECONCILE_INTERVAL`` across the whole fleet (``run_if_due``: the first worker to look in
+an interval takes it), so a stack of API + workers recovers by itself, without ``browserd beat``
+(which is for schedules only; the ``browserd.reconcile`` task still runs a pass when sent). A
+Redis lock lets one pass run at once. A pass:
 
 * sends again every ``running`` job whose heartbeat is older than ``BROWSERD_STALE_JOB_SECONDS``
   (its worker died, or its message was acknowledged without a result being recorded). The
@@ -64,6 +67,14 @@ class Reconciler:
         self.settings = settings
         self.artifacts = ArtifactStore.from_settings(settings)
         self._deleted = 0  # artifact folders deleted by this pass
+
+    async def run_if_due(self) -> Report | None:
+        """A pass when none ran in this interval (``BROWSERD_RECONCILE_INTERVAL``) on any worker;
+        None when another worker took this interval's pass or holds the lock."""
+        interval_ms = max(1, int(self.settings.reconcile_interval * 1000))
+        if not await self.redis.set(self.keys.reconciler_due, self.settings.reconcile_interval, nx=True, px=interval_ms):
+            return None
+        return await self.run_once()
 
     async def run_once(self) -> Report | None:
         """One pass; None when another pass holds the lock."""

@@ -24,6 +24,7 @@ from typing import Protocol
 
 import cdp
 from config import bind, note
+from config.tasks import cancel_and_wait
 from workers.agent import AgentEvent, JobInputs, JobSession
 from workers.agent.failures import failure
 from workers.jobs.budget import TimeBudget
@@ -219,10 +220,12 @@ class Pipeline:
 
     async def _close(self, around: AsyncExitStack) -> None:
         """Close what stood around a run, after its result is recorded, within ``CLEANUP_SECONDS``."""
-        try:
-            async with asyncio.timeout(CLEANUP_SECONDS):
-                await around.aclose()
-        except Exception as exc:
+        closing = asyncio.ensure_future(around.aclose())  # its own task: a swallowed cancel cannot hold us
+        done, _ = await asyncio.wait({closing}, timeout=CLEANUP_SECONDS)
+        if not done:
+            await cancel_and_wait(closing, "cleanup after the run")
+        elif not closing.cancelled() and closing.exception() is not None:
+            exc = closing.exception()
             log.warning("cleanup after the run did not finish: %s: %s", type(exc).__name__, exc)
 
     # --- follow-ups (kept sessions) --------------------------------------------------------

@@ -2,15 +2,20 @@
 
 Beside it, a small second Celery worker (a child process, which dies with this one) consumes the
 ``webhooks`` and ``maintenance`` queues: a job's webhook and the reconciler never wait behind the
-job queues, however long they are, and never take a job slot.
+job queues, however long they are, and never take a job slot. It serves no ``/metrics`` of its
+own: it counts into prometheus-client's multiprocess files in a directory of this worker's, and
+this worker's endpoint adds them to its own (``workers.jobs.metrics.merge_side_metrics``), so
+webhook deliveries are counted where Prometheus scrapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from cdp.launcher import die_with_parent
 from config import get_settings, load_settings
@@ -37,15 +42,20 @@ def run(args: argparse.Namespace) -> int:
         get_settings.cache_clear()
     settings = load_settings()  # a bad variable fails here, with its name
     from workers.celery_app import app, broker_url, check_limits  # the app reads settings: after the check above
+    from workers.jobs.metrics import merge_side_metrics
     from workers.jobs.queue.names import SIDE_QUEUES
 
     broker_url(settings)
     check_limits(settings)
     name = args.name or default_node_name()
     common = [f"--loglevel={settings.log_level}",
-              "--without-mingle",  # browserd does not use revokes; skip the start-up sync
+              "--without-mingle",  # no start-up sync of revoked sets: a revoke a worker meets becomes the job's cancel
               "--without-gossip"]  # workers need not track each other; the job store does the bookkeeping
-    side = _start_side_consumer(name, SIDE_QUEUES, args.side_concurrency, common) if args.side_concurrency > 0 else None
+    side_metrics = tempfile.mkdtemp(prefix="browserd-side-metrics-")
+    side = None
+    if args.side_concurrency > 0:
+        side = _start_side_consumer(name, SIDE_QUEUES, args.side_concurrency, common, side_metrics)
+        merge_side_metrics(side_metrics)
     try:
         app.worker_main([
             "worker",
@@ -63,11 +73,14 @@ def run(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 side.kill()
                 side.wait()
+        shutil.rmtree(side_metrics, ignore_errors=True)
     return 0
 
 
-def _start_side_consumer(name: str, queues: tuple[str, ...], concurrency: int,
-                         common: list[str]) -> subprocess.Popen[bytes]:
+def _start_side_consumer(name: str, queues: tuple[str, ...], concurrency: int, common: list[str],
+                         metrics_dir: str) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "--pool=threads",
             f"--concurrency={concurrency}", f"--queues={','.join(queues)}", f"--hostname=side-{name}", *common]
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent())  # noqa: PLW1509
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}  # its counts, for this worker's endpoint
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env,  # noqa: PLW1509
+                            preexec_fn=die_with_parent())

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
+from workers.jobs.errors import JobsError
 from workers.jobs.store.keys import Keys
 from workers.jobs.store.scripts import source
 
@@ -35,7 +36,7 @@ class HeldSlot:
     job_id: str
 
 
-class SlotWaitExpired(Exception):
+class SlotWaitExpired(JobsError):
     """No slot came free on ``domain`` within ``waited`` seconds."""
 
     def __init__(self, domain: str, limit: int, waited: float) -> None:
@@ -44,7 +45,7 @@ class SlotWaitExpired(Exception):
                          "none came free")
 
 
-class SlotWaitCancelled(Exception):
+class SlotWaitCancelled(JobsError):
     """The job was cancelled while it waited for a slot on ``domain``."""
 
     def __init__(self, domain: str) -> None:

@@ -146,12 +146,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                         for name in (*QUEUES, *SIDE_QUEUES, SESSIONS_QUEUE)],
         "task_routes": {RECONCILE: {"queue": MAINTENANCE_QUEUE}, DELIVER_WEBHOOK: {"queue": WEBHOOK_QUEUE},
                         RUN_SESSION: {"queue": SESSIONS_QUEUE}},
-        # The reconciler (workers.maintenance): a static entry, which RedBeat copies into Redis when
-        # beat starts; its own lock keeps a second pass from running while one still does.
-        "beat_schedule": {
-            "browserd-reconcile": {"task": RECONCILE, "schedule": settings.reconcile_interval,
-                                   "options": {"queue": MAINTENANCE_QUEUE, "expires": settings.reconcile_interval}},
-        },
+        # No static beat entry: every worker runs the reconciler itself (workers.runtime), so beat
+        # is for the tenants' schedules only (the browserd.reconcile task still runs when sent).
+        "beat_schedule": {},
         "task_default_queue": "normal",
         "task_create_missing_queues": False,
         "worker_hijack_root_logger": False,

@@ -67,7 +67,11 @@ key                             type       holds
 ``P webhook:{delivery id}``     string     ``sent``: that delivery reached its receiver; expires
                                            ``result_ttl`` after (``webhooks.guard``)
 ``P webhook:{delivery id}:try`` string     a copy of that delivery is posting now; expires in seconds
+``P webhooks:given_up``         hash       delivery id -> JSON of a delivery given up after its last retry
+                                           (``webhooks.given_up``); kept until redelivered
+``P webhooks:given_up:order``   zset       those delivery ids, score the time they were given up
 ``P reconciler:lock``           string     held by the one reconciler pass running (expires)
+``P reconciler:due``            string     set by the worker taking this interval's pass (expires)
 ``P session:{id}``              hash       an interactive session (``sessions.store``): state, worker, options,
                                            url; expires a few seconds after its worker's last heartbeat
 ``P session:{id}:commands``     list       commands (JSON) waiting for the session's worker, which
@@ -216,8 +220,21 @@ class Keys:
         return f"{self.prefix}webhook:{delivery_id}:try"
 
     @property
+    def webhooks_given_up(self) -> str:
+        return f"{self.prefix}webhooks:given_up"
+
+    @property
+    def webhooks_given_up_order(self) -> str:
+        return f"{self.prefix}webhooks:given_up:order"
+
+    @property
     def reconciler_lock(self) -> str:
         return f"{self.prefix}reconciler:lock"
+
+    @property
+    def reconciler_due(self) -> str:
+        """Set (with a TTL of one interval) by the worker that takes the interval's pass."""
+        return f"{self.prefix}reconciler:due"
 
     def session(self, session_id: str) -> str:
         return f"{self.prefix}session:{session_id}"

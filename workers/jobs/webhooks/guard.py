@@ -9,6 +9,7 @@ from __future__ import annotations
 import redis
 
 from workers.jobs.store.keys import Keys
+from workers.jobs.webhooks.models import GivenUpDelivery
 
 
 class DeliveryGuard:
@@ -37,3 +38,10 @@ class DeliveryGuard:
 
     def release(self, delivery_id: str) -> None:
         self.redis.delete(self.keys.webhook_trying(delivery_id))
+
+    def given_up(self, delivery: GivenUpDelivery) -> None:
+        """Keep a delivery given up after its last retry, for an operator to redeliver (``given_up``)."""
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(self.keys.webhooks_given_up, delivery.delivery_id, delivery.model_dump_json())
+            pipe.zadd(self.keys.webhooks_given_up_order, {delivery.delivery_id: delivery.given_up_at.timestamp()})
+            pipe.execute()

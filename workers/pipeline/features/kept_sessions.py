@@ -22,6 +22,7 @@ import time
 from contextlib import AsyncExitStack
 
 from config import bind
+from config.tasks import cancel_and_wait
 from workers.agent.failures import SESSION_ENDERS
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.status import JobStatus
@@ -114,12 +115,7 @@ class KeptSessions(Feature):
 
     async def stop(self) -> None:
         """At shutdown: close every kept session (their follow-ups are refused from now on)."""
-        tasks = list(self.sessions.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(list(self.sessions.values()), "kept session")
 
 
 def _judge(run: JobRun, result: JobResult, idle: float) -> Keep:

@@ -6,7 +6,7 @@ every frame (Chrome sends no more until acked) and publishes at most ``MAX_FPS``
 job switches to another tab (or opens one, or closes the one shown) the screencast follows it
 within a second; when nobody watches any more, or the run ends, it stops. A failure here never
 touches the job, and its cleanup never holds the job's result back: the pipeline records the
-result first, and the poller's end is bounded (``STOP_SECONDS``) even if a library swallows its
+result first, and the poller's end is bounded (``config.tasks.cancel_and_wait``) even if a library swallows its
 cancel. A run without a shared store has no live view.
 """
 
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import cdp
+from config.tasks import cancel_and_wait
 from workers.jobs.live import publish_frame, watched
 from workers.jobs.store.jobs import JobStore
 from workers.pipeline.feature import Feature
@@ -29,7 +30,6 @@ log = logging.getLogger("browserd.worker")
 
 POLL_SECONDS = 1.0
 MAX_FPS = 4.0
-STOP_SECONDS = 1.0  # how long the end of a live view waits for its poller to go
 SCREENCAST = {"format": "jpeg", "quality": 60, "maxWidth": 1024, "maxHeight": 768, "everyNthFrame": 1}
 
 
@@ -59,10 +59,7 @@ class LiveView:
     async def __aexit__(self, *exc: object) -> None:
         self._stopping = True  # the poller's loop ends at its next turn even if a cancel is swallowed
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait({self._task}, timeout=STOP_SECONDS)
-            if not self._task.done():
-                log.warning("live view of job %s: its poller did not stop within %gs", self.job_id, STOP_SECONDS)
+            await cancel_and_wait(self._task, "live view poller")
         if self._off is not None:  # the lease is being released: no stop command needed
             self._off()
             self._off = None
