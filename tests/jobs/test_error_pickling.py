@@ -33,6 +33,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "QueueUnavailable": ("no broker",),
     "CredentialsMissing": ("shop",),
     "RecipeUnavailable": ("recipe gone",),
+    "SitemapError": ("not XML: a DTD",),
     "JobVanished": ("job-1",),
     "BrowserWaitExpired": (30.0,),
     "RunBackstop": (30.0,),
