@@ -55,8 +55,8 @@ class SessionOptions(BaseModel):
     start_url: HttpUrl | None = Field(None, description="Page opened in the session's first tab.")
     allowed_networks: list[str] = Field(
         default_factory=list, max_length=64,
-        description="Private networks this session may reach (CIDRs, e.g. '10.1.0.0/16'); private networks are "
-        "closed unless opened here or by the settings, as for a job.",
+        description="Private networks this session may reach (CIDRs, e.g. '10.1.0.0/16'), inside what the operator "
+        "allows, as for a job (more is refused with 422).",
     )
     idle_timeout: float | None = Field(
         None, gt=0, description="Seconds without a command before the session closes itself; at most "

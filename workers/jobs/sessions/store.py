@@ -42,6 +42,7 @@ from workers.jobs.sessions.models import (
     check_args,
 )
 from workers.jobs.store.keys import Keys
+from workers.jobs.tenants.ceilings import Ceiling, check_networks, operator_ceiling
 from workers.jobs.store.scripts import source
 
 SESSION_GRACE = 15.0  # seconds a record outlives its worker's last heartbeat
@@ -54,8 +55,10 @@ def _epoch(value: str | None) -> datetime | None:
     return datetime.fromtimestamp(float(value), UTC) if value else None
 
 
-def check_options(options: SessionOptions, settings: Settings) -> SessionOptions:
-    """The options with their idle timeout settled; a timeout above the settings' is refused."""
+def check_options(options: SessionOptions, settings: Settings, ceiling: Ceiling | None = None) -> SessionOptions:
+    """The options with their idle timeout settled; a timeout above the settings' is refused, and so
+    are networks outside the ``ceiling`` (default: the operator's, ``operator_ceiling``)."""
+    check_networks(options.allowed_networks, ceiling or operator_ceiling(settings))
     limit = settings.session_idle_timeout
     if options.idle_timeout is not None and options.idle_timeout > limit:
         raise SpecError.at("idle_timeout", f"at most {limit:g} seconds (BROWSERD_SESSION_IDLE_TIMEOUT)")
@@ -188,14 +191,14 @@ def _record(raw: dict[str, str]) -> SessionRecord:
 
 
 async def open_session(store: SessionStore, options: SessionOptions, settings: Settings,
-                       wait: float = OPEN_WAIT) -> SessionRecord:
+                       wait: float = OPEN_WAIT, ceiling: Ceiling | None = None) -> SessionRecord:
     """Record a session, hand it to a worker on the ``sessions`` queue and wait until it is open.
 
     A session no worker opens within ``wait`` is dropped (a worker that takes its message later
     finds no record and does nothing); one whose start URL fails is closed by its worker, and the
     action's error comes back as ``SessionCommandFailed``.
     """
-    options = check_options(options, settings)
+    options = check_options(options, settings, ceiling)
     session_id = await store.create(options, settings.session_max_open)
     try:
         await asyncio.to_thread(send_session, session_id, settings.session_max_seconds)
