@@ -13,7 +13,7 @@ from fastapi.responses import StreamingResponse
 from config import Settings
 from daemon.api.credentials import check_credentials, credential_store
 from daemon.api.profiles import check_profiles, profile_store
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
 from workers.jobs.artifacts.store import ArtifactStore
@@ -25,7 +25,7 @@ from workers.jobs.model.spec import JobSpec
 from workers.jobs.specs.batch_body import parse_body
 from workers.jobs.specs.checks import validate_jobs
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["batches"])
+router = APIRouter(prefix="/v1", dependencies=[Depends(admin_only)], responses=ERRORS, tags=["batches"])
 
 BATCH_BODY: dict[str, Any] = {
     "requestBody": {

@@ -7,14 +7,14 @@ from fastapi import APIRouter, Depends, Request
 from config import Settings
 from daemon.api.credentials import check_credentials, credential_store
 from daemon.api.profiles import check_profiles, profile_store
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
 from workers.jobs.batches.models import BatchRecord
 from workers.jobs.schedules.models import Schedule, ScheduleSpec
 from workers.jobs.schedules.store import ScheduleStore, check
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["schedules"])
+router = APIRouter(prefix="/v1", dependencies=[Depends(admin_only)], responses=ERRORS, tags=["schedules"])
 
 
 def _not_found(schedule_id: str) -> ApiError:

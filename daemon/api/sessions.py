@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from config import Settings
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.sessions.errors import (
     SessionCommandFailed,
@@ -47,7 +47,7 @@ from workers.jobs.sessions.store import SessionStore, open_session
 FAILED_STATUS = {ReplyCode.url_blocked: 403, ReplyCode.action_failed: 400, ReplyCode.start_failed: 400,
                  ReplyCode.invalid: 422}
 
-router = APIRouter(prefix="/v1/sessions", dependencies=[Depends(require_token)], responses={
+router = APIRouter(prefix="/v1/sessions", dependencies=[Depends(admin_only)], responses={
     **ERRORS,
     400: {"model": ErrorBody, "description": "The command failed on the page; the message is the action's."},
     403: {"model": ErrorBody, "description": "The URL is refused by the egress policy."},

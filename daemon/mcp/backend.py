@@ -34,9 +34,10 @@ class Api:
         return cls(AsyncClient(base_url, token or "", timeout))
 
     @classmethod
-    def in_process(cls, app: Any, token: str | None, timeout: float = 30.0) -> Api:
-        return cls(AsyncClient("http://browserd.internal", token or "", timeout,
-                               transport=httpx.ASGITransport(app=app)))
+    def in_process(cls, transport: httpx.AsyncBaseTransport, timeout: float = 30.0) -> Api:
+        """The API app in process through ``transport`` (``http.CallerTransport``: it sets each
+        call's bearer value)."""
+        return cls(AsyncClient("http://browserd.internal", "", timeout, transport=transport))
 
     async def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
         return _plain(await self.client.submit(spec))

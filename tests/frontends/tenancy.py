@@ -19,8 +19,8 @@ ADMIN = "tenancy-admin-token"
 @contextmanager
 def api_client(redis_url: str, **settings: Any) -> Iterator[TestClient]:
     redis.Redis.from_url(redis_url).flushall()
-    options = {"allowed_networks": "127.0.0.1/32", "allow_private_networks": False, **settings}
-    app = create_app(load_settings(redis_url=redis_url, api_token=ADMIN, **options))
+    options = {"api_token": ADMIN, "allowed_networks": "127.0.0.1/32", "allow_private_networks": False, **settings}
+    app = create_app(load_settings(redis_url=redis_url, **options))
     with TestClient(app, base_url="http://127.0.0.1:8080", follow_redirects=False) as c:
         c.headers["Authorization"] = f"Bearer {ADMIN}"
         yield c

@@ -24,12 +24,13 @@ from workers.jobs.store.jobs import Created, JobStore
 log = logging.getLogger("browserd.batches")
 
 
-async def submit_job(store: JobStore, spec: JobSpec, settings: Settings) -> Created:
-    """Record and publish one checked spec. Same idempotency key, same job (``created`` False).
+async def submit_job(store: JobStore, spec: JobSpec, settings: Settings, *, tenant: str | None = None) -> Created:
+    """Record and publish one checked spec, ``tenant``'s (None: the operator's). Same idempotency
+    key, same job (``created`` False).
 
     Raises ``QueueUnavailable`` (the job was cancelled) when its message cannot be published.
     """
-    made = await store.create(spec, max_steps=max_steps_of(spec, settings))
+    made = await store.create(spec, max_steps=max_steps_of(spec, settings), tenant=tenant)
     job_id = made.job_id
     if made.created:
         try:

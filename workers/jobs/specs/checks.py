@@ -61,7 +61,9 @@ def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None
     queue can honour, a webhook receiver that is not plainly private, politeness no looser than the
     operator allows, what the job opens within its ``ceiling`` (default: the operator's settings);
     and the secrets, sealed."""
-    spec = apply_ceiling(spec, ceiling or operator_ceiling(settings))
+    spec = apply_ceiling(spec, operator_ceiling(settings))
+    if ceiling is not None:
+        spec = apply_ceiling(spec, ceiling)
     if spec.output_schema is not None:
         check_output_schema(spec.output_schema)
     if spec.timeout is not None and spec.timeout > max_job_timeout(settings):
@@ -93,7 +95,13 @@ def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None
 
 def apply_ceiling(spec: JobSpec, ceiling: Ceiling) -> JobSpec:
     """Refuse what asks past the ceiling; fill in the steps and timeout a job leaves open with the
-    ceiling's, so an unbounded request runs bounded."""
+    ceiling's, so an unbounded request runs bounded. A tenant's job may not name the operator's
+    credential sets, profiles or recipes (they are not owned per tenant)."""
+    if ceiling.tenant:
+        for field in ("credentials", "profile", "save_profile", "recipe", "auto_recipe"):
+            if getattr(spec, field) is not None:
+                raise SpecError.at(field, f"{ceiling.source} may not use the operator's credential sets, profiles "
+                                   "or recipes (they are not kept per tenant yet)")
     check_ceiling(JobLimits(spec.allowed_networks, spec.allowed_domains, spec.options.max_steps, spec.timeout), ceiling)
     if ceiling.domains is not None and spec.start_url is not None:
         host = spec.start_url.host or ""

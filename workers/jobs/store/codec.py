@@ -71,9 +71,10 @@ def _seconds(value: str | None) -> float | None:
 
 
 def create_fields(spec: JobSpec, max_steps: int, *, batch: str | None = None,
-                  schedule: str | None = None) -> dict[str, Any]:
+                  schedule: str | None = None, tenant: str | None = None) -> dict[str, Any]:
     """The fields a new job's hash is created with (``job_create.lua`` adds id, seq, created_at,
-    attempts and state): ``batch`` and ``schedule`` only for a job a batch (a schedule's run) made."""
+    attempts and state): ``batch`` and ``schedule`` only for a job a batch (a schedule's run) made,
+    ``tenant`` only for a tenant's job (the operator's have none)."""
     return {
         "spec": spec.model_dump_json(exclude_none=True),
         "priority": spec.priority.value,
@@ -83,6 +84,7 @@ def create_fields(spec: JobSpec, max_steps: int, *, batch: str | None = None,
         "webhook_url": str(spec.webhook_url) if spec.webhook_url else "",
         **({"batch": batch} if batch else {}),
         **({"schedule": schedule} if schedule else {}),
+        **({"tenant": tenant} if tenant else {}),
     }
 
 
@@ -101,6 +103,7 @@ def record_of(raw: dict[str, str], *, with_result: bool = True) -> JobRecord | N
         labels=json.loads(raw.get("labels") or "{}"),
         batch=raw.get("batch") or None,
         schedule=raw.get("schedule") or None,
+        tenant=raw.get("tenant") or None,
         idempotency_key=raw.get("idempotency_key") or None,
         attempts=int(raw.get("attempts") or 0),
         worker=raw.get("worker") or None,

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from config import Settings
 from config.networks import IPNetwork, networks
 from workers.jobs.errors import SpecError
+from workers.jobs.tenants.models import TenantLimits
+from workers.jobs.tenants.principal import Principal
 
 OPERATOR_NETWORKS = "BROWSERD_ALLOWED_NETWORKS"
 
@@ -31,6 +33,17 @@ class Ceiling:
     domains: tuple[str, ...] | None = None
     max_steps: int | None = None
     timeout: float | None = None
+    tenant: bool = False  # a tenant's: the operator's named stores (credentials, profiles, recipes) are not its
+
+
+def tenant_ceiling(who: Principal, settings: Settings) -> Ceiling | None:
+    """A tenant's own ceiling (inside the operator's, which ``check_spec`` applies too); None for the admin."""
+    if who.tenant is None:
+        return None
+    limits = who.limits or TenantLimits()
+    return Ceiling(source=f"tenant {who.tenant!r}", networks=tuple(limits.allowed_networks),
+                   domains=tuple(limits.allowed_domains) if limits.allowed_domains is not None else None,
+                   max_steps=limits.max_steps, timeout=limits.timeout, tenant=True)
 
 
 def operator_ceiling(settings: Settings) -> Ceiling:
@@ -56,6 +69,16 @@ def check_networks(requested: Sequence[str], ceiling: Ceiling, where: str = "all
                                "ask the operator to open it")
 
 
+@dataclass(frozen=True)
+class JobLimits:
+    """What one submission asks for, as the ceiling judges it."""
+
+    networks: Sequence[str]
+    domains: Sequence[str] = ()
+    max_steps: int | None = None
+    timeout: float | None = None
+
+
 def _domain_inside(domain: str, allowed: Sequence[str]) -> bool:
     name = domain.lower().strip(".")
     return any(name == a or name.endswith("." + a) for a in (d.lower().strip(".") for d in allowed))
@@ -79,13 +102,3 @@ def check_limits(request: JobLimits, ceiling: Ceiling) -> None:
             if not _domain_inside(domain, ceiling.domains):
                 raise SpecError.at("allowed_domains", f"{domain!r} is outside the domains {ceiling.source} allows "
                                    f"({', '.join(ceiling.domains)})")
-
-
-@dataclass(frozen=True)
-class JobLimits:
-    """What one submission asks for, as the ceiling judges it."""
-
-    networks: Sequence[str]
-    domains: Sequence[str] = ()
-    max_steps: int | None = None
-    timeout: float | None = None
