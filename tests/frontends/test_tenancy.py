@@ -11,6 +11,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
+import workers.jobs.metrics as metrics
 from bench.tenancy import Report, deployed, seed, walk, walk_routes
 from daemon.mcp.http import CALLER
 from tests.frontends.tenancy import ADMIN, api_client
@@ -146,3 +147,16 @@ def test_mcp_open_session_is_refused_past_the_ceiling(api: TestClient) -> None:
 
     message = api.portal.call(open_wide)  # type: ignore[union-attr]
     assert "169.254.169.254/32 is outside" in message and "BROWSERD_ALLOWED_NETWORKS" in message
+
+
+def test_metrics_count_each_tenants_jobs_and_never_show_a_key(api: TestClient) -> None:
+    a = tenant(api, "acme")
+    counted = metrics.TENANT_JOBS.labels("acme", "cancelled")
+    before = counted._value.get()
+    job = api.post("/v1/jobs", json={"task": "A"}, headers=a).json()
+    assert api.post(f"/v1/jobs/{job['id']}/cancel", json={}, headers=a).json()["state"] == "cancelled"
+    assert counted._value.get() == before + 1
+    exposed = api.get("/metrics").text
+    assert 'browserd_tenant_jobs_total{state="cancelled",tenant="acme"}' in exposed or \
+        'browserd_tenant_jobs_total{tenant="acme",state="cancelled"}' in exposed
+    assert a["Authorization"].split()[1] not in exposed

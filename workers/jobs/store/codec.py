@@ -50,7 +50,8 @@ from workers.jobs.model.status import FailureCategory, JobStatus, Priority, Sess
 RUN_FIELD = "run:"
 """``run:{n}``: the record (``RunRecord`` JSON) of run n of a job that keeps its session."""
 FLAG_FIELDS = ("cancel_requested", "paused")
-END_FIELDS = ("state", "category", "error", "batch", "labels", "runs", "created_at", "started_at", "finished_at")
+END_FIELDS = ("state", "category", "error", "batch", "labels", "runs", "created_at", "started_at", "finished_at",
+              "tenant")
 LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at")
 
 
@@ -186,12 +187,13 @@ class JobEnd:
     started_at: float | None
     finished_at: float | None
     head: ResultHead = ResultHead()
+    tenant: str | None = None  # the tenant whose key submitted it; None: the operator's
 
 
 def end_of(job_id: str, row: list[str | None], result: str | None = None) -> JobEnd | None:
     """``END_FIELDS`` (and the ``result`` field, if read) as ``HMGET`` returned them; None when the
     record is gone."""
-    state, category, error, batch, labels, runs, created, started, finished = row
+    state, category, error, batch, labels, runs, created, started, finished, tenant = row
     if not state:
         return None
     parsed = json.loads(result) if result else {}
@@ -200,7 +202,7 @@ def end_of(job_id: str, row: list[str | None], result: str | None = None) -> Job
     return JobEnd(job_id=job_id, state=JobStatus(state), category=FailureCategory(category) if category else None,
                   error=error or None, batch=batch or None, labels=json.loads(labels) if labels else {},
                   runs=int(runs or 1), created_at=_seconds(created), started_at=_seconds(started),
-                  finished_at=_seconds(finished), head=head)
+                  finished_at=_seconds(finished), head=head, tenant=tenant or None)
 
 
 @dataclass(frozen=True)
