@@ -12,8 +12,10 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from config.logs import note
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.store.jobs import JobStore
+from workers.jobs.tenants.models import OPERATOR_TENANT
 from workers.jobs.tenants.principal import Principal, resolve
 from workers.jobs.tenants.store import TenantStore
 
@@ -49,6 +51,7 @@ async def caller(request: Request, store: Store,
     if who is None:
         raise unauthorized()
     request.state.principal = who
+    note(tenant=who.tenant or OPERATOR_TENANT)  # this request's log lines name its tenant (never its key)
     return who
 
 

@@ -59,6 +59,7 @@ from workers.jobs.recipes.models import ReplayOutcome
 from workers.jobs.sessions.models import COMMANDS
 from workers.jobs.store.jobs import WORKER_FRESH_SECONDS
 from workers.jobs.store.keys import Keys
+from workers.jobs.tenants.models import OPERATOR_TENANT
 
 if TYPE_CHECKING:  # the kernel reads a pool's stats; it never imports the browser layer
     from cdp import BrowserPool, PoolStats
@@ -75,7 +76,6 @@ POOL_STATES = ("starting", "ready", "draining")
 LLM_OUTCOMES = tuple(o.value for o in LlmOutcome)
 MODEL_LABELS_MAX = 20
 TENANT_LABELS_MAX = 100  # tenants are the operator's to create; past this many, "other"
-OPERATOR_TENANT = "operator"  # the tenant label of jobs the admin token (or single-tenant browserd) submitted
 NO_CATEGORY = "none"
 WEBHOOK_OUTCOMES = ("delivered", "refused", "retrying", "given_up")
 SCHEDULE_OUTCOMES = ("run", "skipped")

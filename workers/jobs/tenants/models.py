@@ -13,6 +13,7 @@ from workers.jobs.errors import JobsError
 
 TENANT_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 TenantName = Annotated[str, StringConstraints(pattern=TENANT_NAME)]
+OPERATOR_TENANT = "operator"  # what logs and metrics call the admin token's (single-tenant browserd's) jobs
 KEY_PREFIX = "bdk"  # a tenant key reads bdk_<key id>_<secret>; the key id finds its record
 
 
