@@ -4,8 +4,8 @@ every MCP tool and every console page, with B's key; prints what leaked.
     python -m bench.tenancy        # one JSON line; exit 1 on a leak
 
 The API runs in process on a real redis-server (no worker: jobs stay queued). Tenant A submits a
-job; the operator makes one of each kind a tenant cannot make yet (a batch, a schedule, a
-credential set, a profile, a recipe, an operator's job). A leak is any answer to B that is not a
+job and a batch; the operator makes one of each kind a tenant cannot make yet (a schedule, a
+credential set, a profile, a recipe) and a job of its own. A leak is any answer to B that is not a
 refusal (2xx/3xx) on a route naming one of those objects, or any answer that carries one of their
 ids or names. Fair-share figures (``first_job_wait_s_under_flood``) are not measured: quotas and
 fair scheduling are not built yet.
@@ -72,7 +72,8 @@ def seed(c: TestClient, redis_url: str) -> tuple[str, Victims]:
                    headers=_as(key_a))
     assert job_a.status_code == 201, job_a.text
     job_op = c.post("/v1/jobs", json={"task": "the operator's task", "idempotency_key": "same"}).json()["id"]
-    batch = c.post("/v1/batches", json={"jobs": [{"task": "batch job"}]}).json()
+    batch = c.post("/v1/batches", json={"jobs": [{"task": "batch job"}]}, headers=_as(key_a)).json()
+    assert batch.get("tenant") == "acme", batch
     schedule = c.post("/v1/schedules", json={"every": 3600, "job": {"task": "scheduled"}}).json()
     credentials = c.post("/v1/credentials", json={"name": "victim_shop", "secrets": {"password": SECRET_VALUE}})
     assert credentials.status_code in (200, 201), credentials.text

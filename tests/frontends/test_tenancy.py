@@ -160,3 +160,26 @@ def test_metrics_count_each_tenants_jobs_and_never_show_a_key(api: TestClient) -
     assert 'browserd_tenant_jobs_total{state="cancelled",tenant="acme"}' in exposed or \
         'browserd_tenant_jobs_total{tenant="acme",state="cancelled"}' in exposed
     assert a["Authorization"].split()[1] not in exposed
+
+
+def test_batches_are_owned_too(api: TestClient) -> None:
+    a, b = tenant(api, "acme"), tenant(api, "beta", allowed_networks=[])
+    mine = api.post("/v1/batches", json={"jobs": [{"task": "1"}, {"task": "2", "idempotency_key": "k"}]}, headers=a)
+    assert mine.status_code == 201 and mine.json()["tenant"] == "acme", mine.text
+    batch = mine.json()["id"]
+    theirs = api.post("/v1/batches", json={"jobs": [{"task": "3", "idempotency_key": "k"}]}, headers=b).json()
+    assert theirs["duplicates"] == 0  # acme's idempotency key is not beta's
+    assert [x["id"] for x in api.get("/v1/batches", headers=b).json()] == [theirs["id"]]
+    assert [x["id"] for x in api.get("/v1/batches?tenant=acme", headers=b).json()] == [theirs["id"]]
+    assert {x["id"] for x in api.get("/v1/batches").json()} == {batch, theirs["id"]}
+    assert [x["id"] for x in api.get("/v1/batches?tenant=acme").json()] == [batch]
+    for method, path in (("GET", ""), ("POST", "/cancel"), ("GET", "/results")):
+        kwargs = {"json": {}} if method == "POST" else {}
+        assert api.request(method, f"/v1/batches/{batch}{path}", headers=b, **kwargs).status_code == 404
+    assert api.get(f"/v1/batches/{batch}", headers=a).json()["counts"]["queued"] == 2  # not cancelled by beta
+    jobs = api.get("/v1/jobs", headers=a).json()["jobs"]
+    assert len(jobs) == 2 and {j["tenant"] for j in jobs} == {"acme"}
+    wide = api.post("/v1/batches", json={"jobs": [{"task": "x", "allowed_networks": ["127.0.0.1/32"]}]}, headers=b)
+    assert wide.status_code == 422 and wide.json()["fields"][0]["field"] == "jobs[0].allowed_networks"
+    assert "tenant 'beta'" in wide.json()["message"]
+    assert api.post(f"/v1/batches/{batch}/cancel", json={}, headers=a).json()["counts"]["cancelled"] == 2

@@ -43,11 +43,13 @@ async def submit_job(store: JobStore, spec: JobSpec, settings: Settings, *, tena
 
 
 async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings, *,
-                       schedule_id: str | None = None, webhook_url: str | None = None) -> BatchRecord:
-    """Queue checked specs as one batch; returns its record (already counting its queued jobs)."""
+                       schedule_id: str | None = None, webhook_url: str | None = None,
+                       tenant: str | None = None) -> BatchRecord:
+    """Queue checked specs as one batch (``tenant``'s, or the operator's); returns its record
+    (already counting its queued jobs)."""
     batches = BatchStore(store)
     steps = [max_steps_of(spec, settings) for spec in specs]
-    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url)
+    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url, tenant=tenant)
     batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
     outgoing = [
         Outgoing(job_id, spec.priority, spec.timeout or settings.job_timeout)
