@@ -128,8 +128,8 @@ def walk_routes(c: TestClient, key_b: str, victims: Victims, report: Report, und
                 for query in queries:
                     report.routes_checked += 1
                     kwargs: dict[str, Any] = {"headers": _as(key_b)}
-                    if method in ("post", "put"):
-                        kwargs["json"] = {}
+                    if method in ("post", "put"):  # a create (no id in the path) is refused, never waits on a worker
+                        kwargs["json"] = {} if "{" in path else {"probe": True}
                     answer = c.request(method.upper(), url + query, **kwargs)
                     named = "{" in path
                     leaked = _leaks(answer.text, victims, url)
@@ -143,7 +143,8 @@ def walk_mcp(c: TestClient, key_b: str, victims: Victims, report: Report) -> Non
     arguments = {"job_id": victims.params["job_id"], "batch_id": victims.params["batch_id"],
                  "session_id": victims.params["session_id"], "task": "x", "spec": {"task": "x"},
                  "jobs": [{"task": "x"}], "url": "https://example.com/", "index": 0, "text": "x", "option": "x",
-                 "direction": "down", "wait_seconds": 0}
+                 "direction": "down", "wait_seconds": 0,
+                 "allowed_networks": ["169.254.169.254/32"]}  # open_session: refused, never waits on a worker
 
     async def go() -> None:
         token = CALLER.set(key_b)

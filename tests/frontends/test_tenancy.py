@@ -183,3 +183,23 @@ def test_batches_are_owned_too(api: TestClient) -> None:
     assert wide.status_code == 422 and wide.json()["fields"][0]["field"] == "jobs[0].allowed_networks"
     assert "tenant 'beta'" in wide.json()["message"]
     assert api.post(f"/v1/batches/{batch}/cancel", json={}, headers=a).json()["counts"]["cancelled"] == 2
+
+
+def test_a_tenants_session_within_its_ceiling_over_the_api_and_mcp(api: TestClient) -> None:
+    b = tenant(api, "beta")
+    wide = api.post("/v1/sessions", json={"allowed_networks": ["127.0.0.1/32"]}, headers=b)
+    assert wide.status_code == 422 and "tenant 'beta'" in wide.json()["message"]
+    assert api.get("/v1/sessions", headers=b).json() == {"sessions": []}
+    server = api.app.state.mcp.server  # type: ignore[attr-defined]
+
+    async def open_as_beta() -> str:
+        token = CALLER.set(b["Authorization"].split()[1])
+        try:
+            await server.call_tool("open_session", {"allowed_networks": ["169.254.169.254/32"]})
+        except Exception as exc:
+            return str(exc)
+        finally:
+            CALLER.reset(token)
+        return "opened"
+
+    assert "169.254.169.254/32 is outside" in api.portal.call(open_as_beta)  # type: ignore[union-attr]

@@ -82,6 +82,7 @@ class SessionRecord(BaseModel):
     start_url: str | None = None
     allowed_networks: list[str] = Field(default_factory=list)
     viewport: Viewport | None = None
+    tenant: str | None = Field(None, description="The tenant whose key opened it; null: the operator's.")
 
 
 class SessionList(BaseModel):

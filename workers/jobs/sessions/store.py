@@ -74,14 +74,15 @@ class SessionStore:
 
     # --- records ---------------------------------------------------------------------------
 
-    async def create(self, options: SessionOptions, max_open: int) -> str:
-        """A new record in state ``opening``; ``SessionLimitReached`` when ``max_open`` are open."""
+    async def create(self, options: SessionOptions, max_open: int, tenant: str | None = None) -> str:
+        """A new record in state ``opening`` (``tenant``'s, or the operator's); ``SessionLimitReached``
+        when ``max_open`` are open."""
         session_id, now = new_id(), time.time()
         ttl = OPEN_WAIT + SESSION_GRACE
         fields = {"id": session_id, "state": SessionStatus.opening.value, "created_at": repr(now),
                   "idle_timeout": repr(options.idle_timeout), "start_url": str(options.start_url or ""),
                   "allowed_networks": json.dumps(options.allowed_networks),
-                  "viewport": options.viewport.model_dump_json() if options.viewport else ""}
+                  "viewport": options.viewport.model_dump_json() if options.viewport else "", "tenant": tenant or ""}
         argv = [repr(now), max_open, repr(now + ttl), int(ttl), session_id, *(x for kv in fields.items() for x in kv)]
         if not await self._open(keys=[self.keys.sessions, self.keys.session(session_id)], args=argv):
             raise SessionLimitReached(max_open)
@@ -99,12 +100,13 @@ class SessionStore:
             raise SessionNotFound(session_id)
         return record
 
-    async def list(self) -> list[SessionRecord]:
-        """Open and opening sessions, oldest first."""
+    async def list(self, tenant: str | None = None) -> list[SessionRecord]:
+        """Open and opening sessions, oldest first; ``tenant``: only that tenant's (None: everyone's)."""
         await self.redis.zremrangebyscore(self.keys.sessions, "-inf", time.time())
         ids = await self.redis.zrange(self.keys.sessions, 0, -1)
         records = [await self.get(i) for i in ids]
-        return sorted((r for r in records if r is not None), key=lambda r: r.created_at)
+        return sorted((r for r in records if r is not None and (tenant is None or r.tenant == tenant)),
+                      key=lambda r: r.created_at)
 
     async def open_count(self) -> int:
         return int(await self.redis.zcount(self.keys.sessions, time.time(), "+inf"))
@@ -187,11 +189,12 @@ def _record(raw: dict[str, str]) -> SessionRecord:
         worker=raw.get("worker") or None, url=raw.get("url") or None, start_url=raw.get("start_url") or None,
         allowed_networks=json.loads(raw.get("allowed_networks") or "[]"),
         viewport=Viewport.model_validate_json(raw["viewport"]) if raw.get("viewport") else None,
+        tenant=raw.get("tenant") or None,
     )
 
 
 async def open_session(store: SessionStore, options: SessionOptions, settings: Settings,
-                       wait: float = OPEN_WAIT, ceiling: Ceiling | None = None) -> SessionRecord:
+                       wait: float = OPEN_WAIT, ceiling: Ceiling | None = None, tenant: str | None = None) -> SessionRecord:
     """Record a session, hand it to a worker on the ``sessions`` queue and wait until it is open.
 
     A session no worker opens within ``wait`` is dropped (a worker that takes its message later
@@ -199,7 +202,7 @@ async def open_session(store: SessionStore, options: SessionOptions, settings: S
     action's error comes back as ``SessionCommandFailed``.
     """
     options = check_options(options, settings, ceiling)
-    session_id = await store.create(options, settings.session_max_open)
+    session_id = await store.create(options, settings.session_max_open, tenant)
     try:
         await asyncio.to_thread(send_session, session_id, settings.session_max_seconds)
     except Exception as exc:
