@@ -132,20 +132,25 @@ def test_each_tenant_within_its_ceilings(api: TestClient) -> None:
     assert wide.status_code == 422 and "BROWSERD_ALLOWED_NETWORKS" in wide.json()["message"]
 
 
-def test_mcp_open_session_is_refused_past_the_ceiling(api: TestClient) -> None:
+def open_over_mcp(api: TestClient, key: str, networks: list[str]) -> str:
+    """MCP's open_session as ``key`` (the tool calls the API with it): its refusal, or "opened"."""
     server = api.app.state.mcp.server  # type: ignore[attr-defined]
 
-    async def open_wide() -> str:
-        token = CALLER.set(ADMIN)
+    async def call() -> str:
+        token = CALLER.set(key)
         try:
-            await server.call_tool("open_session", {"allowed_networks": ["169.254.169.254/32"]})
+            await server.call_tool("open_session", {"allowed_networks": networks})
         except Exception as exc:
             return str(exc)
         finally:
             CALLER.reset(token)
         return "opened"
 
-    message = api.portal.call(open_wide)  # type: ignore[union-attr]
+    return api.portal.call(call)  # type: ignore[union-attr]
+
+
+def test_mcp_open_session_is_refused_past_the_ceiling(api: TestClient) -> None:
+    message = open_over_mcp(api, ADMIN, ["169.254.169.254/32"])
     assert "169.254.169.254/32 is outside" in message and "BROWSERD_ALLOWED_NETWORKS" in message
 
 
@@ -190,16 +195,5 @@ def test_a_tenants_session_within_its_ceiling_over_the_api_and_mcp(api: TestClie
     wide = api.post("/v1/sessions", json={"allowed_networks": ["127.0.0.1/32"]}, headers=b)
     assert wide.status_code == 422 and "tenant 'beta'" in wide.json()["message"]
     assert api.get("/v1/sessions", headers=b).json() == {"sessions": []}
-    server = api.app.state.mcp.server  # type: ignore[attr-defined]
-
-    async def open_as_beta() -> str:
-        token = CALLER.set(b["Authorization"].split()[1])
-        try:
-            await server.call_tool("open_session", {"allowed_networks": ["169.254.169.254/32"]})
-        except Exception as exc:
-            return str(exc)
-        finally:
-            CALLER.reset(token)
-        return "opened"
-
-    assert "169.254.169.254/32 is outside" in api.portal.call(open_as_beta)  # type: ignore[union-attr]
+    assert "169.254.169.254/32 is outside" in open_over_mcp(api, b["Authorization"].split()[1], ["169.254.169.254/32"])
+    assert "tenant 'beta'" in open_over_mcp(api, b["Authorization"].split()[1], ["127.0.0.1/32"])
