@@ -4,8 +4,9 @@ every MCP tool and every console page, with B's key; prints what leaked.
     python -m bench.tenancy        # one JSON line; exit 1 on a leak
 
 The API runs in process on a real redis-server (no worker: jobs stay queued). Tenant A submits a
-job and a batch; the operator makes one of each kind a tenant cannot make yet (a schedule, a
-credential set, a profile, a recipe) and a job of its own. A leak is any answer to B that is not a
+job, a batch and a schedule; the operator makes one of each kind a tenant cannot make yet (a
+credential set, a profile, a recipe) and a job of its own. (No interactive session is opened: that
+needs a worker; the session routes are walked with an id that names none.) A leak is any answer to B that is not a
 refusal (2xx/3xx) on a route naming one of those objects, or any answer that carries one of their
 ids or names. Fair-share figures (``first_job_wait_s_under_flood``) are not measured: quotas and
 fair scheduling are not built yet.
@@ -24,6 +25,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet
 from fastapi.testclient import TestClient
+from redbeat.schedulers import REDBEAT_REDIS_KEY
 
 import daemon.console.pages as console_pages
 from daemon.mcp.http import CALLER
@@ -74,7 +76,8 @@ def seed(c: TestClient, redis_url: str) -> tuple[str, Victims]:
     job_op = c.post("/v1/jobs", json={"task": "the operator's task", "idempotency_key": "same"}).json()["id"]
     batch = c.post("/v1/batches", json={"jobs": [{"task": "batch job"}]}, headers=_as(key_a)).json()
     assert batch.get("tenant") == "acme", batch
-    schedule = c.post("/v1/schedules", json={"every": 3600, "job": {"task": "scheduled"}}).json()
+    schedule = c.post("/v1/schedules", json={"every": 3600, "job": {"task": "scheduled"}}, headers=_as(key_a)).json()
+    assert schedule.get("tenant") == "acme", schedule
     credentials = c.post("/v1/credentials", json={"name": "victim_shop", "secrets": {"password": SECRET_VALUE}})
     assert credentials.status_code in (200, 201), credentials.text
     profile = c.put("/v1/profiles/victim-profile", json={"cookies": [], "origins": []})
@@ -192,17 +195,26 @@ def walk_console(c: TestClient, key_b: str, victims: Victims, report: Report) ->
             report.cross_tenant_leaks.append(f"console GET {path} -> {answer.status_code}")
 
 
+def _fresh_redbeat() -> None:
+    """RedBeat keeps its configuration and client on the app: read them again from the conf."""
+    for cached in ("redbeat_conf", REDBEAT_REDIS_KEY):
+        if hasattr(celery_app, cached):
+            delattr(celery_app, cached)
+
+
 @contextmanager
 def deployed() -> Iterator[tuple[TestClient, str]]:
     server = RedisServer().start()
     # the Celery app (its queue, RedBeat's schedules) is configured once per process: point it here
     before = {name: celery_app.conf.get(name) for name in ("broker_url", "redbeat_redis_url")}
     celery_app.conf.update(broker_url=server.url, redbeat_redis_url=server.url)
+    _fresh_redbeat()
     try:
         with api_client(server.url, secrets_key=Fernet.generate_key().decode()) as c:
             yield c, server.url
     finally:
         celery_app.conf.update(before)
+        _fresh_redbeat()
         server.stop()
 
 

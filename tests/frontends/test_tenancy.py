@@ -197,3 +197,29 @@ def test_a_tenants_session_within_its_ceiling_over_the_api_and_mcp(api: TestClie
     assert api.get("/v1/sessions", headers=b).json() == {"sessions": []}
     assert "169.254.169.254/32 is outside" in open_over_mcp(api, b["Authorization"].split()[1], ["169.254.169.254/32"])
     assert "tenant 'beta'" in open_over_mcp(api, b["Authorization"].split()[1], ["127.0.0.1/32"])
+
+
+def test_schedules_and_the_jobs_they_make_are_owned() -> None:
+    with deployed() as (c, _):
+        a = tenant(c, "acme", max_steps=5)
+        b = tenant(c, "beta")
+        made = c.post("/v1/schedules", json={"every": 3600, "job": {"task": "A's"}}, headers=a)
+        assert made.status_code == 201 and made.json()["tenant"] == "acme", made.text
+        schedule = made.json()["id"]
+        too_many = c.post("/v1/schedules", json={"every": 3600, "job": {"task": "x", "options": {"max_steps": 9}}},
+                          headers=a)
+        assert too_many.status_code == 422 and "tenant 'acme'" in too_many.json()["message"]
+        assert c.get("/v1/schedules", headers=b).json() == []
+        assert [x["id"] for x in c.get("/v1/schedules?tenant=acme").json()] == [schedule]
+        for method, path in (("GET", ""), ("POST", "/pause"), ("POST", "/resume"), ("POST", "/run"), ("GET", "/runs"),
+                             ("DELETE", "")):
+            kwargs = {"json": {}} if method == "POST" else {}
+            assert c.request(method, f"/v1/schedules/{schedule}{path}", headers=b, **kwargs).status_code == 404
+        run = c.post(f"/v1/schedules/{schedule}/run", json={}, headers=a).json()
+        assert run["tenant"] == "acme"
+        jobs = c.get(f"/v1/jobs?schedule={schedule}", headers=a).json()["jobs"]
+        assert len(jobs) == 1 and jobs[0]["tenant"] == "acme"
+        assert c.get(f"/v1/jobs?schedule={schedule}", headers=b).json()["jobs"] == []
+        c.post("/v1/tenants/acme/revoke", json={})
+        assert c.post(f"/v1/schedules/{schedule}/run", json={}).status_code == 404  # a revoked tenant's runs stop
+        assert c.get(f"/v1/schedules/{schedule}").json()["runs"] == 1
