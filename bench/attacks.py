@@ -30,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
+from bench import tenancy
 from cdp import BrowserPool, PoolConfig, process_tree
 from cdp.egress import Decision, NetworkPolicy, suffix_resolver
 from config import Settings, get_settings, load_settings
@@ -48,12 +49,14 @@ from tests.support.servers import (
 )
 from tests.support.sockets import listening_pids
 from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.errors import SpecError
 from workers.jobs.ids import new_id
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import FailureCategory
 from workers.jobs.specs.checks import check_spec
 from workers.jobs.specs.schema_limits import SchemaLimit, SchemaTooComplex
+from workers.jobs.tenants.ceilings import OPERATOR_NETWORKS
 
 PAGES = ["127.0.0.1/32"]  # the fixture pages' own address, opened per job like a user would
 ALLOWED = ["allowed.test", "other.test", "127.0.0.1"]
@@ -477,6 +480,28 @@ async def download_over_cap(stage: Stage) -> bool:
         str(result.steps[0].actions[0].result)
     return refused and not any(name.startswith("download-") for name in kept)
 
+# --- tenants (issue 23): a job opening networks for itself, a tenant reading another's ---------
+
+
+async def job_opens_metadata(stage: Stage) -> bool:
+    """A job (or session) asking ``allowed_networks`` past the operator's (``0.0.0.0/0``, ``::/0``,
+    the metadata address) is refused at submission, naming the ceiling."""
+    for wide in (["0.0.0.0/0"], ["::/0"], ["169.254.169.254/32"]):
+        try:
+            check_spec(JobSpec(task="read the instance's credentials", allowed_networks=wide), stage.settings)
+            return False
+        except SpecError as exc:
+            if OPERATOR_NETWORKS not in str(exc):
+                return False
+    return True
+
+
+async def cross_tenant(stage: Stage) -> bool:
+    """Tenant B walks every route, MCP tool and console page against tenant A's objects
+    (``bench.tenancy``): nothing of A's is read, listed, cancelled or exported."""
+    report = await asyncio.to_thread(tenancy.run)
+    return report.routes_checked > 0 and not report.cross_tenant_leaks
+
 
 VECTORS: dict[str, Check] = {
     "iframe_subresource": iframe_subresource,
@@ -515,6 +540,9 @@ VECTORS: dict[str, Check] = {
     "rebound_host": rebound_host,
     # downloads (issue 22, finding 9)
     "download_over_cap": download_over_cap,
+    # tenants (issue 23)
+    "job_opens_metadata": job_opens_metadata,
+    "cross_tenant": cross_tenant,
 }
 
 

@@ -372,7 +372,8 @@ class Settings(BaseSettings):
     )
     allowed_networks: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Private networks every job may reach (comma-separated CIDRs, e.g. 10.1.0.0/16,127.0.0.1/32).",
+        description="Private networks every job may reach (comma-separated CIDRs, e.g. 10.1.0.0/16,127.0.0.1/32); "
+        "also the most a job's or session's allowed_networks may name (unless BROWSERD_ALLOW_PRIVATE_NETWORKS).",
     )
     search_url: str = Field(
         "https://www.google.com/search?q={query}", description="URL template of the search action."

@@ -40,6 +40,7 @@ from workers.jobs.model.status import FINAL_STATES
 from workers.jobs.profiles.models import ProfileInfo, StorageState
 from workers.jobs.recipes.models import RecipeInfo
 from workers.jobs.schedules.models import Schedule
+from workers.jobs.tenants.models import TenantInfo, TenantKey, TenantList
 from workers.jobs.sessions.models import (
     COMMAND_WAIT,
     OPEN_WAIT,
@@ -174,10 +175,10 @@ class Calls:
 
     @staticmethod
     def jobs(state: str | None, labels: dict[str, str] | None, limit: int, cursor: int | None,
-             schedule: str | None = None) -> Call:
+             schedule: str | None = None, tenant: str | None = None) -> Call:
         label = [f"{k}={v}" for k, v in (labels or {}).items()] or None
         return Call("GET", "/v1/jobs", params={"state": state, "label": label, "schedule": schedule, "limit": limit,
-                                               "cursor": cursor},
+                                               "cursor": cursor, "tenant": tenant},
                     answer=JobPage)
 
     @staticmethod
@@ -270,6 +271,22 @@ class Calls:
     @staticmethod
     def delete_recipe(name: str) -> Call:
         return Call("DELETE", f"/v1/recipes/{_q(name)}")
+
+    @staticmethod
+    def tenants() -> Call:
+        return Call("GET", "/v1/tenants", answer=TenantList)
+
+    @staticmethod
+    def create_tenant(name: str, limits: BaseModel | dict[str, Any] | None) -> Call:
+        return Call("POST", "/v1/tenants", json={"name": name, "limits": _spec(limits or {})}, answer=TenantKey)
+
+    @staticmethod
+    def tenant(name: str, action: str = "") -> Call:
+        """'' (get), rotate (a new key), revoke."""
+        path = f"/v1/tenants/{_q(name)}"
+        if action == "rotate":
+            return Call("POST", path + "/rotate", answer=TenantKey)
+        return Call("POST" if action else "GET", path + (f"/{action}" if action else ""), answer=TenantInfo)
 
     @staticmethod
     def readyz() -> Call:
@@ -514,9 +531,10 @@ class Client:
         return self._call(Calls.follow_up(job_id, task))
 
     def jobs(self, *, state: str | None = None, labels: dict[str, str] | None = None, limit: int = 50,
-             cursor: int | None = None, schedule: str | None = None) -> JobPage:
-        """A page of jobs, newest first; ``schedule`` (an id) keeps the jobs its runs created."""
-        return self._call(Calls.jobs(state, labels, limit, cursor, schedule))
+             cursor: int | None = None, schedule: str | None = None, tenant: str | None = None) -> JobPage:
+        """A page of jobs, newest first; ``schedule`` (an id) keeps the jobs its runs created;
+        ``tenant`` (the admin's filter) one tenant's (a tenant's key lists only its own anyway)."""
+        return self._call(Calls.jobs(state, labels, limit, cursor, schedule, tenant))
 
     def events(self, job_id: str, *, follow: bool = True, last_event_id: str | None = None) -> Iterator[JobEvent]:
         """The job's events as they come; the stream ends with an event of type ``end``."""
@@ -697,6 +715,27 @@ class Client:
     def delete_profile(self, name: str) -> None:
         self._call(Calls.delete_profile(name))
 
+    # --- tenants (the admin's) -------------------------------------------------------------
+
+    def tenants(self) -> list[TenantInfo]:
+        """Every tenant (never a key); the admin's token only."""
+        return self._call(Calls.tenants()).tenants
+
+    def create_tenant(self, name: str, *, limits: BaseModel | dict[str, Any] | None = None) -> TenantKey:
+        """A tenant and its key (``.key``: shown only now); ``limits`` (``TenantLimits``) bound its jobs."""
+        return self._call(Calls.create_tenant(name, limits))
+
+    def tenant(self, name: str) -> TenantInfo:
+        return self._call(Calls.tenant(name))
+
+    def rotate_tenant(self, name: str) -> TenantKey:
+        """A new key for the tenant; the old one fails at once."""
+        return self._call(Calls.tenant(name, "rotate"))
+
+    def revoke_tenant(self, name: str) -> TenantInfo:
+        """The tenant's key fails at once everywhere; its objects stay."""
+        return self._call(Calls.tenant(name, "revoke"))
+
     # --- recipes ---------------------------------------------------------------------------
 
     def save_recipe(self, job_id: str, name: str, params: dict[str, str] | None = None) -> RecipeInfo:
@@ -796,8 +835,8 @@ class AsyncClient:
         return await self._call(Calls.follow_up(job_id, task))
 
     async def jobs(self, *, state: str | None = None, labels: dict[str, str] | None = None, limit: int = 50,
-                   cursor: int | None = None, schedule: str | None = None) -> JobPage:
-        return await self._call(Calls.jobs(state, labels, limit, cursor, schedule))
+                   cursor: int | None = None, schedule: str | None = None, tenant: str | None = None) -> JobPage:
+        return await self._call(Calls.jobs(state, labels, limit, cursor, schedule, tenant))
 
     async def events(self, job_id: str, *, follow: bool = True,
                      last_event_id: str | None = None) -> AsyncIterator[JobEvent]:
@@ -958,6 +997,21 @@ class AsyncClient:
 
     async def delete_profile(self, name: str) -> None:
         await self._call(Calls.delete_profile(name))
+
+    async def tenants(self) -> list[TenantInfo]:
+        return (await self._call(Calls.tenants())).tenants
+
+    async def create_tenant(self, name: str, *, limits: BaseModel | dict[str, Any] | None = None) -> TenantKey:
+        return await self._call(Calls.create_tenant(name, limits))
+
+    async def tenant(self, name: str) -> TenantInfo:
+        return await self._call(Calls.tenant(name))
+
+    async def rotate_tenant(self, name: str) -> TenantKey:
+        return await self._call(Calls.tenant(name, "rotate"))
+
+    async def revoke_tenant(self, name: str) -> TenantInfo:
+        return await self._call(Calls.tenant(name, "revoke"))
 
     async def save_recipe(self, job_id: str, name: str, params: dict[str, str] | None = None) -> RecipeInfo:
         return await self._call(Calls.save_recipe(job_id, name, params))

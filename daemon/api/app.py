@@ -28,6 +28,7 @@ import daemon.api.recipes as recipes
 import daemon.api.schedules as schedules
 import daemon.api.sessions as sessions
 import daemon.api.webhooks as webhooks
+import daemon.api.tenants as tenants
 import daemon.console as console
 import daemon.mcp.http as mcp_http
 from config import Settings, get_settings
@@ -120,10 +121,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(profiles.router)
     app.include_router(recipes.router)
     app.include_router(webhooks.router)
+    app.include_router(tenants.router)
     app.include_router(health)
     app.add_middleware(RequestMetrics)
     console.mount(app, settings)  # the web console at /ui, same token
-    mcp = mcp_http.mount(app, settings)  # MCP over streamable HTTP at /mcp, same token
+    mcp = mcp_http.mount(app, settings)  # MCP over streamable HTTP at /mcp, same token (or a tenant key)
+    app.state.mcp = mcp
     # outside bearer auth, like the health checks
     app.add_route("/metrics", MetricsApp.from_url(settings.redis_url or ""), include_in_schema=False)
     # outermost: a rebound name (DNS rebinding) is refused before any route, the console or /mcp sees it

@@ -8,22 +8,24 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import iterate_in_threadpool
 
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, invalid
 from workers.jobs.artifacts.names import NoSuchArtifact, UnsafeName, content_type, serving_headers
 from workers.jobs.artifacts.store import ArtifactStore, JobArtifacts
 from workers.jobs.model.result import ArtifactLink
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS)
+router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], responses=ERRORS)
 
 
 def artifact_store(request: Request) -> ArtifactStore:
     return request.app.state.artifacts
 
 
-async def job_folder(request: Request, store: Store, job_id: str) -> JobArtifacts:
-    """The folder of a job that exists (a 404 otherwise: its artifacts expired with it)."""
-    if await store.get(job_id) is None:
+async def job_folder(request: Request, store: Store, job_id: str, who: Caller) -> JobArtifacts:
+    """The folder of a job that exists and is the caller's (a 404 otherwise: its artifacts expired
+    with it, or they are another tenant's)."""
+    record = await store.get(job_id)
+    if record is None or not who.sees(record.tenant):
         settings = request.app.state.settings
         raise ApiError(404, "not_found", f"no job with id {job_id!r} (finished jobs and their artifacts are kept "
                        f"{settings.result_ttl}s, BROWSERD_RESULT_TTL)")
@@ -31,17 +33,17 @@ async def job_folder(request: Request, store: Store, job_id: str) -> JobArtifact
 
 
 @router.get("/jobs/{job_id}/artifacts", response_model=list[ArtifactLink])
-async def list_artifacts(job_id: str, request: Request, store: Store) -> list[ArtifactLink]:
+async def list_artifacts(job_id: str, request: Request, store: Store, who: Caller) -> list[ArtifactLink]:
     """The job's artifacts: name, size, content type and the URL path serving each."""
-    folder = await job_folder(request, store, job_id)
+    folder = await job_folder(request, store, job_id, who)
     return await asyncio.to_thread(folder.list)
 
 
 @router.get("/jobs/{job_id}/artifacts/{name}", response_class=StreamingResponse,
             responses={200: {"content": {"application/octet-stream": {}}, "description": "The file."}})
-async def get_artifact(job_id: str, name: str, request: Request, store: Store) -> StreamingResponse:
+async def get_artifact(job_id: str, name: str, request: Request, store: Store, who: Caller) -> StreamingResponse:
     """One artifact, streamed. Names are plain file names of the job's folder (no '/', no '..')."""
-    folder = await job_folder(request, store, job_id)
+    folder = await job_folder(request, store, job_id, who)
     try:
         size = await asyncio.to_thread(folder.size, name)
     except UnsafeName as exc:

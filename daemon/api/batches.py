@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from config import Settings
 from daemon.api.credentials import check_credentials, credential_store
 from daemon.api.profiles import check_profiles, profile_store
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
 from workers.jobs.batches.models import BatchRecord
@@ -24,8 +24,10 @@ from workers.jobs.lifecycle.submission import submit_batch
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.specs.batch_body import parse_body
 from workers.jobs.specs.checks import validate_jobs
+from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
+from workers.jobs.tenants.principal import Principal
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["batches"])
+router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], responses=ERRORS, tags=["batches"])
 
 BATCH_BODY: dict[str, Any] = {
     "requestBody": {
@@ -46,61 +48,64 @@ def _not_found(batch_id: str) -> ApiError:
     return ApiError(404, "not_found", f"no batch with id {batch_id!r} (finished batches are kept BROWSERD_RESULT_TTL)")
 
 
-async def _get(batches: BatchStore, batch_id: str) -> BatchRecord:
+async def _get(batches: BatchStore, batch_id: str, who: Principal) -> BatchRecord:
+    """The batch, if the caller may see it: another tenant's answers 404 exactly like none."""
     record = await batches.get(batch_id)
-    if record is None:
+    if record is None or not who.sees(record.tenant):
         raise _not_found(batch_id)
     return record
 
 
-async def _specs_of(raw: bytes, settings: Settings) -> tuple[list[JobSpec], str | None]:
+async def _specs_of(raw: bytes, settings: Settings, ceiling: Ceiling | None) -> tuple[list[JobSpec], str | None]:
     request = parse_body(raw)
-    return validate_jobs(request, settings), request.webhook_url
+    return validate_jobs(request, settings, ceiling), request.webhook_url
 
 
 @router.post("/batches", status_code=201, response_model=BatchRecord, openapi_extra=BATCH_BODY,
              responses={503: {"model": ErrorBody, "description": "The broker is unreachable."}})
-async def submit(request: Request, store: Store) -> BatchRecord:
-    """Queue many jobs at once; every spec is checked first, and one bad item refuses the batch."""
+async def submit(request: Request, store: Store, who: Caller) -> BatchRecord:
+    """Queue many jobs at once; every spec is checked first (a tenant's within its ceilings), and
+    one bad item refuses the batch."""
     settings: Settings = request.app.state.settings
-    specs, webhook_url = await _specs_of(await request.body(), settings)
+    specs, webhook_url = await _specs_of(await request.body(), settings, tenant_ceiling(who, settings))
     await check_credentials(specs, credential_store(request, store), batch=True)
     await check_profiles(specs, profile_store(request, store), batch=True)
     await check_recipes(specs, recipe_store(request, store), batch=True)
-    return await submit_batch(store, specs, settings, webhook_url=webhook_url)
+    return await submit_batch(store, specs, settings, webhook_url=webhook_url, tenant=who.tenant)
 
 
 @router.get("/batches", response_model=list[BatchRecord])
-async def list_batches(store: Store, limit: Annotated[int, Query(ge=1, le=200)] = 50,
+async def list_batches(store: Store, who: Caller, limit: Annotated[int, Query(ge=1, le=200)] = 50,
                        before: Annotated[float | None, Query(description="Created before (epoch seconds).")] = None,
+                       tenant: Annotated[str | None, Query(description="admin only: one tenant's batches")] = None,
                        ) -> list[BatchRecord]:
-    """Batches newest first (those whose record expired are gone)."""
-    return await BatchStore(store).recent(limit, before)
+    """Batches newest first (those whose record expired are gone); a tenant's own only."""
+    return await BatchStore(store).recent(limit, before, who.owner_filter(tenant))
 
 
 @router.get("/batches/{batch_id}", response_model=BatchRecord)
-async def get_batch(batch_id: str, store: Store) -> BatchRecord:
+async def get_batch(batch_id: str, store: Store, who: Caller) -> BatchRecord:
     """Counters by state, progress, and whether the batch completed."""
-    return await _get(BatchStore(store), batch_id)
+    return await _get(BatchStore(store), batch_id, who)
 
 
 @router.post("/batches/{batch_id}/cancel", status_code=202, response_model=BatchRecord)
-async def cancel_batch(batch_id: str, store: Store) -> BatchRecord:
+async def cancel_batch(batch_id: str, store: Store, who: Caller) -> BatchRecord:
     """Cancel every unfinished job: queued ones at once, running ones before their next action."""
     batches = BatchStore(store)
-    await _get(batches, batch_id)
-    await cancel_batch_in(store, batch_id)
-    return await _get(batches, batch_id)
+    record = await _get(batches, batch_id, who)
+    await cancel_batch_in(store, batch_id, record.tenant)
+    return await _get(batches, batch_id, who)
 
 
 @router.get("/batches/{batch_id}/results", response_class=StreamingResponse,
             responses={200: {"content": {"application/x-ndjson": {}},
                              "description": "One JSON object per job: id, status, final_answer, data, error."}})
-async def batch_results(batch_id: str, request: Request, store: Store) -> StreamingResponse:
+async def batch_results(batch_id: str, request: Request, store: Store, who: Caller) -> StreamingResponse:
     """Every job's outcome as JSON lines, in submission order (unfinished jobs show their state);
     a result too large for its record is read back from the artifact store."""
     batches = BatchStore(store)
-    await _get(batches, batch_id)
+    await _get(batches, batch_id, who)
     return StreamingResponse(ndjson(batches.results(batch_id, request.app.state.artifacts)),
                              media_type="application/x-ndjson")
 

@@ -1,4 +1,6 @@
-"""``/v1/crawls``: start a crawl, follow its progress, cancel it, stream its pages' results."""
+"""``/v1/crawls``: start a crawl, follow its progress, cancel it, stream its pages' results.
+
+Operator-only until crawls are owned by a tenant (``deps.admin_only``: 404 to a tenant's key)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from config import Settings
 from daemon.api.batches import ndjson
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.store import CrawlStore
@@ -15,7 +17,7 @@ from workers.jobs.lifecycle.cancelling import cancel_batch
 from workers.jobs.lifecycle.crawling import check_crawl, submit_crawl
 from workers.jobs.specs.checks import check_webhook_url
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["crawls"])
+router = APIRouter(prefix="/v1", dependencies=[Depends(admin_only)], responses=ERRORS, tags=["crawls"])
 
 
 async def _get(crawls: CrawlStore, crawl_id: str) -> CrawlRecord:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError, invalid
 from workers.jobs.errors import SpecError
 from workers.jobs.model.spec import JobSpec
@@ -16,7 +16,7 @@ from workers.jobs.secrets.credentials import CredentialStore
 from workers.jobs.secrets.models import CredentialInfo, CredentialSet
 from workers.jobs.secrets.sealing import NO_KEY
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["credentials"])
+router = APIRouter(prefix="/v1", dependencies=[Depends(admin_only)], responses=ERRORS, tags=["credentials"])
 
 
 def credential_store(request: Request, store: Store) -> CredentialStore:

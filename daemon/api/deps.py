@@ -1,15 +1,23 @@
-"""What every ``/v1`` router depends on: the bearer token check, the job store, the error table."""
+"""What every ``/v1`` router depends on: who is calling (``caller``: the admin token or a tenant's
+key), the job store, the error table.
+
+A router whose objects carry their tenant takes ``Caller`` and filters by it; every other router
+depends on ``admin_only``, which answers a tenant's key 404 as if the route held nothing, so a route
+is closed to tenants until its objects are owned (never open and leaking)."""
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from config.logs import note
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.store.jobs import JobStore
+from workers.jobs.tenants.models import OPERATOR_TENANT
+from workers.jobs.tenants.principal import Principal, resolve
+from workers.jobs.tenants.store import TenantStore
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
@@ -17,19 +25,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorBody, "description": "Invalid request; `fields` names each bad field."},
 }
 
-bearer = HTTPBearer(auto_error=False, description="The value of BROWSERD_API_TOKEN.")
-
-
-def require_token(request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
-    expected = request.app.state.settings.api_token
-    if expected is None:
-        return
-    given = creds.credentials if creds else ""
-    if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
-        raise ApiError(
-            401, "unauthorized", "missing or wrong bearer token: send 'Authorization: Bearer <BROWSERD_API_TOKEN>'",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+bearer = HTTPBearer(auto_error=False, description="BROWSERD_API_TOKEN (the admin) or a tenant's key.")
 
 
 def store_of(request: Request) -> JobStore:
@@ -37,3 +33,36 @@ def store_of(request: Request) -> JobStore:
 
 
 Store = Annotated[JobStore, Depends(store_of)]
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "unauthorized", "missing, wrong or revoked bearer token: send 'Authorization: Bearer "
+                    "<BROWSERD_API_TOKEN or a tenant key>'", headers={"WWW-Authenticate": "Bearer"})
+
+
+async def caller(request: Request, store: Store,
+                 creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
+    """The principal of this request, resolved once per request (a revoked key fails at once)."""
+    known = getattr(request.state, "principal", None)
+    if isinstance(known, Principal):
+        return known
+    who = await resolve(creds.credentials if creds else "", request.app.state.settings.api_token,
+                        TenantStore(store.redis, store.keys))
+    if who is None:
+        raise unauthorized()
+    request.state.principal = who
+    note(tenant=who.tenant or OPERATOR_TENANT)  # this request's log lines name its tenant (never its key)
+    return who
+
+
+Caller = Annotated[Principal, Depends(caller)]
+
+
+def not_found() -> ApiError:
+    return ApiError(404, "not_found", "not found")
+
+
+async def admin_only(who: Caller) -> None:
+    """The operator's routes (and those whose objects are not owned yet): 404 to a tenant's key."""
+    if not who.admin:
+        raise not_found()

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.errors import SpecError
 from workers.jobs.model.spec import STORED_NAME, JobSpec
@@ -31,7 +31,7 @@ VERSION_HEADER = "X-Browserd-Profile-Version"
 UNAVAILABLE = {409: {"model": ErrorBody, "description": "The server has no BROWSERD_SECRETS_KEY to keep profiles "
                      "with (error 'profiles_unavailable'), or if_version is not the profile's version ('conflict')."}}
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses={**ERRORS, **UNAVAILABLE},
+router = APIRouter(prefix="/v1", dependencies=[Depends(admin_only)], responses={**ERRORS, **UNAVAILABLE},
                    tags=["profiles"])
 Name = Annotated[str, Path(pattern=STORED_NAME, description="Letters, digits and _.- (at most 64).")]
 

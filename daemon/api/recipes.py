@@ -10,7 +10,7 @@ import re
 
 from fastapi import APIRouter, Depends, Request
 
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError
 from workers.jobs.errors import SpecError
 from workers.jobs.model.spec import STORED_NAME, JobSpec
@@ -20,7 +20,7 @@ from workers.jobs.recipes.recording import recipe_from_job
 from workers.jobs.recipes.store import RecipeStore
 from workers.jobs.store.jobs import JobStore
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERRORS, tags=["recipes"])
+router = APIRouter(prefix="/v1", dependencies=[Depends(admin_only)], responses=ERRORS, tags=["recipes"])
 NAME = re.compile(STORED_NAME)
 
 

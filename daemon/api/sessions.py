@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from config import Settings
-from daemon.api.deps import ERRORS, Store, require_token
+from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.sessions.errors import (
     SessionCommandFailed,
@@ -43,11 +43,12 @@ from workers.jobs.sessions.models import (
     TypeArgs,
 )
 from workers.jobs.sessions.store import SessionStore, open_session
+from workers.jobs.tenants.ceilings import tenant_ceiling
 
 FAILED_STATUS = {ReplyCode.url_blocked: 403, ReplyCode.action_failed: 400, ReplyCode.start_failed: 400,
                  ReplyCode.invalid: 422}
 
-router = APIRouter(prefix="/v1/sessions", dependencies=[Depends(require_token)], responses={
+router = APIRouter(prefix="/v1/sessions", dependencies=[Depends(caller)], responses={
     **ERRORS,
     400: {"model": ErrorBody, "description": "The command failed on the page; the message is the action's."},
     403: {"model": ErrorBody, "description": "The URL is refused by the egress policy."},
@@ -62,6 +63,18 @@ def sessions_of(store: Store) -> SessionStore:
 
 
 Sessions = Annotated[SessionStore, Depends(sessions_of)]
+
+
+async def owned(session_id: str, sessions: Sessions, who: Caller) -> str:
+    """The session id, if the caller may use it: another tenant's session answers 404 exactly like
+    one that is not open."""
+    record = await sessions.get(session_id)
+    if record is None or not who.sees(record.tenant):
+        raise as_api_error(SessionNotFound(session_id))
+    return session_id
+
+
+OwnedSession = Annotated[str, Depends(owned)]
 
 
 def as_api_error(exc: SessionError) -> ApiError:
@@ -85,30 +98,33 @@ async def _command(sessions: SessionStore, session_id: str, name: Command, args:
         raise as_api_error(exc) from None
 
 
-def _result(session_id: str, reply: SessionReply) -> CommandResult:
+def _result(session_id: OwnedSession, reply: SessionReply) -> CommandResult:
     return CommandResult(session_id=session_id, result=reply.result, url=reply.url)
 
 
 @router.post("", status_code=201, response_model=SessionRecord)
-async def create_session(options: SessionOptions, request: Request, sessions: Sessions) -> SessionRecord:
+async def create_session(options: SessionOptions, request: Request, sessions: Sessions, who: Caller) -> SessionRecord:
     """Open a session: a worker leases a browser context (under the session's egress rule) and opens
     ``start_url``; answers once the page is open. It closes itself after ``idle_timeout`` seconds
-    without a command."""
+    without a command. A tenant's session is its own, its networks within its ceiling."""
     settings: Settings = request.app.state.settings
     try:
-        return await open_session(sessions, options, settings)
+        return await open_session(sessions, options, settings, ceiling=tenant_ceiling(who, settings),
+                                  tenant=who.tenant)
     except SessionError as exc:
         raise as_api_error(exc) from None
 
 
 @router.get("", response_model=SessionList)
-async def list_sessions(sessions: Sessions) -> SessionList:
-    """The open sessions, oldest first."""
-    return SessionList(sessions=await sessions.list())
+async def list_sessions(sessions: Sessions, who: Caller,
+                        tenant: Annotated[str | None, Query(description="admin only: one tenant's sessions")] = None,
+                        ) -> SessionList:
+    """The open sessions, oldest first (a tenant's own only)."""
+    return SessionList(sessions=await sessions.list(who.owner_filter(tenant)))
 
 
 @router.get("/{session_id}", response_model=SessionRecord)
-async def get_session(session_id: str, sessions: Sessions) -> SessionRecord:
+async def get_session(session_id: OwnedSession, sessions: Sessions) -> SessionRecord:
     try:
         return await sessions.require(session_id)
     except SessionNotFound as exc:
@@ -116,19 +132,19 @@ async def get_session(session_id: str, sessions: Sessions) -> SessionRecord:
 
 
 @router.delete("/{session_id}", response_model=CommandResult)
-async def close_session(session_id: str, sessions: Sessions) -> CommandResult:
+async def close_session(session_id: OwnedSession, sessions: Sessions) -> CommandResult:
     """Close the session: its browser context (cookies, storage, tabs) is disposed."""
     return _result(session_id, await _command(sessions, session_id, "close"))
 
 
 @router.post("/{session_id}/navigate", response_model=CommandResult)
-async def navigate(session_id: str, args: NavigateArgs, sessions: Sessions) -> CommandResult:
+async def navigate(session_id: OwnedSession, args: NavigateArgs, sessions: Sessions) -> CommandResult:
     """Open a URL in the current tab."""
     return _result(session_id, await _command(sessions, session_id, "navigate", args))
 
 
 @router.get("/{session_id}/state", response_model=SessionView)
-async def get_state(session_id: str, sessions: Sessions,
+async def get_state(session_id: OwnedSession, sessions: Sessions,
                     text: Annotated[bool, Query(description="also the page's readable text")] = False) -> SessionView:
     """The page as the navigator sees it: tabs and the element index (``[n]``), wrapped as untrusted."""
     reply = await _command(sessions, session_id, "state", StateArgs(text=text))
@@ -136,32 +152,32 @@ async def get_state(session_id: str, sessions: Sessions,
 
 
 @router.post("/{session_id}/click", response_model=CommandResult)
-async def click(session_id: str, args: ClickArgs, sessions: Sessions) -> CommandResult:
+async def click(session_id: OwnedSession, args: ClickArgs, sessions: Sessions) -> CommandResult:
     """Click the element with this index (from the last state)."""
     return _result(session_id, await _command(sessions, session_id, "click", args))
 
 
 @router.post("/{session_id}/type", response_model=CommandResult)
-async def type_text(session_id: str, args: TypeArgs, sessions: Sessions) -> CommandResult:
+async def type_text(session_id: OwnedSession, args: TypeArgs, sessions: Sessions) -> CommandResult:
     """Type text into the field with this index, replacing its content."""
     return _result(session_id, await _command(sessions, session_id, "type", args))
 
 
 @router.post("/{session_id}/select", response_model=CommandResult)
-async def select(session_id: str, args: SelectArgs, sessions: Sessions) -> CommandResult:
+async def select(session_id: OwnedSession, args: SelectArgs, sessions: Sessions) -> CommandResult:
     """Select an option (by its text or value) in the dropdown with this index."""
     return _result(session_id, await _command(sessions, session_id, "select", args))
 
 
 @router.post("/{session_id}/scroll", response_model=CommandResult)
-async def scroll(session_id: str, args: ScrollArgs, sessions: Sessions) -> CommandResult:
+async def scroll(session_id: OwnedSession, args: ScrollArgs, sessions: Sessions) -> CommandResult:
     """Scroll one screen up or down, or to a text."""
     return _result(session_id, await _command(sessions, session_id, "scroll", args))
 
 
 @router.get("/{session_id}/screenshot", response_class=Response,
             responses={200: {"content": {"image/jpeg": {}}, "description": "A JPEG of the current tab."}})
-async def screenshot(session_id: str, sessions: Sessions) -> Response:
+async def screenshot(session_id: OwnedSession, sessions: Sessions) -> Response:
     """A JPEG of the current tab's viewport."""
     reply = await _command(sessions, session_id, "screenshot")
     return Response(base64.b64decode(reply.data["jpeg"]), media_type="image/jpeg",
@@ -169,7 +185,7 @@ async def screenshot(session_id: str, sessions: Sessions) -> Response:
 
 
 @router.get("/{session_id}/tabs", response_model=TabList)
-async def tabs(session_id: str, sessions: Sessions) -> TabList:
+async def tabs(session_id: OwnedSession, sessions: Sessions) -> TabList:
     """The session's open tabs (titles and URLs are the pages' own: untrusted)."""
     reply = await _command(sessions, session_id, "tabs")
     return TabList(session_id=session_id, **reply.data)

@@ -20,7 +20,7 @@ from daemon.client import Client
 from daemon.cli.progress import follow_batch
 from daemon.demo.jobs import agent_jobs, script_jobs
 from daemon.demo.services import ServiceError, Services, free_port, http_ok
-from daemon.demo.site import PRODUCTS, DemoSite
+from daemon.demo.site import PRODUCTS, SHOP_NETWORK, DemoSite
 from workers.jobs.batches.models import BatchState
 
 WORKER_CONCURRENCY = 4
@@ -76,6 +76,9 @@ def _run(settings: Settings, services: Services, out: TextIO) -> int:
     env = {
         **os.environ, "BROWSERD_REDIS_URL": redis_url, "BROWSERD_API_HOST": "127.0.0.1",
         "BROWSERD_API_PORT": str(api_port), "BROWSERD_API_URL": api_url, "BROWSERD_API_TOKEN": token,
+        # the demo's own worker may open the shop's loopback address: a job's allowed_networks must lie
+        # inside the operator's (workers.jobs.tenants.ceilings)
+        "BROWSERD_ALLOWED_NETWORKS": ",".join(dict.fromkeys([*settings.allowed_networks, SHOP_NETWORK])),
         "BROWSERD_METRICS_PORT": str(metrics_port), "BROWSERD_LOG_LEVEL": os.environ.get("BROWSERD_LOG_LEVEL", "WARNING"),
     }
     worker = services.start("worker", [sys.executable, "-m", "daemon", "worker",

@@ -131,12 +131,16 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+SHOP_HOST = "127.0.0.1"
+SHOP_NETWORK = f"{SHOP_HOST}/32"  # the runner opens it for the demo's worker
+
+
 class DemoSite:
     """The shop on a free port of 127.0.0.1: ``with DemoSite() as site: site.url("/catalogue")``.
 
     ``transform`` rewrites every page before it is sent (tests serve a changed shop with it)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, transform: Callable[[str], str] | None = None) -> None:
+    def __init__(self, host: str = SHOP_HOST, port: int = 0, transform: Callable[[str], str] | None = None) -> None:
         self.httpd = ThreadingHTTPServer((host, port), _Handler)
         self.httpd.transform = transform or (lambda page: page)  # type: ignore[attr-defined]
         self.httpd.daemon_threads = True

@@ -34,10 +34,10 @@ class Api:
         return cls(AsyncClient(base_url, token or "", timeout))
 
     @classmethod
-    def in_process(cls, app: Any, token: str | None, timeout: float = 30.0, host: str = "127.0.0.1") -> Api:
-        """Calls to ``app`` itself, as ``host`` (a Host header the API answers: its DNS-rebinding guard)."""
-        return cls(AsyncClient(f"http://{host}", token or "", timeout,
-                               transport=httpx.ASGITransport(app=app)))
+    def in_process(cls, transport: httpx.AsyncBaseTransport, timeout: float = 30.0, host: str = "127.0.0.1") -> Api:
+        """The API app in process through ``transport`` (``http.CallerTransport``: it sets each
+        call's bearer value), as ``host`` (a Host header the API answers: its DNS-rebinding guard)."""
+        return cls(AsyncClient(f"http://{host}", "", timeout, transport=transport))
 
     async def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
         return _plain(await self.client.submit(spec))

@@ -199,3 +199,33 @@ def test_shell_completion_for_bash(tmp_path: Path) -> None:
     out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0] == "schedule"
     assert {"create", "list", "pause", "resume", "--json"} <= set(out[1].split())
+
+
+def test_tenant_keys_from_the_command_line(deploy: Stack, site: StaticServer) -> None:
+    made = browserd(deploy, "tenant", "create", "cli-acme", "--network", "127.0.0.1/32", "--max-steps", "5")
+    assert made.returncode == 0, made.stderr
+    line, key = made.stdout.splitlines()
+    assert line.startswith("cli-acme  key ") and "networks 127.0.0.1/32" in line and key.startswith("bdk_")
+    assert "shown only now" in made.stderr
+    wide = browserd(deploy, "tenant", "create", "cli-wide", "--network", "10.0.0.0/8")
+    assert wide.returncode == 1 and "BROWSERD_ALLOWED_NETWORKS" in wide.stderr
+    assert browserd(deploy, "tenant", "create", "cli-bad", "--network", "nowhere").returncode == 2
+    listed = browserd(deploy, "tenant", "list")
+    assert "cli-acme  key " in listed.stdout and key not in listed.stdout
+    operator = deploy.submit({"script": script(site.url("/cdp/basic.html"), waits=0)})
+    as_tenant = ("--token", key)
+    own = deploy.call("POST", "/v1/jobs", {"script": script(site.url("/cdp/basic.html"), waits=0)}, token=key)[1]
+    mine = browserd(deploy, *as_tenant, "jobs", "--json")
+    assert [j["id"] for j in json.loads(mine.stdout)["jobs"]] == [own["id"]]
+    filtered = json.loads(browserd(deploy, "jobs", "--tenant", "cli-acme", "--json").stdout)["jobs"]
+    assert [j["id"] for j in filtered] == [own["id"]]
+    hidden = browserd(deploy, *as_tenant, "status", operator["id"])
+    assert hidden.returncode == 1 and "no job with id" in hidden.stderr
+    assert browserd(deploy, *as_tenant, "tenant", "list").returncode == 1  # the operator's command
+    rotated = browserd(deploy, "tenant", "rotate", "cli-acme")
+    new_key = rotated.stdout.splitlines()[1]
+    old = browserd(deploy, *as_tenant, "jobs")
+    assert old.returncode != 0 and "revoked" in old.stderr
+    assert browserd(deploy, "--token", new_key, "jobs").returncode == 0
+    assert "REVOKED" in browserd(deploy, "tenant", "revoke", "cli-acme").stdout
+    assert browserd(deploy, "--token", new_key, "jobs").returncode != 0

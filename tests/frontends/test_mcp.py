@@ -138,3 +138,19 @@ async def test_tools_refuse_unknown_arguments_and_open_networks_and_domains(fron
         spec = http.get(f"{s.url}/v1/jobs/{job['job_id']}").json()["spec"]
     assert (spec["allowed_networks"], spec["allowed_domains"], spec["denied_domains"]) == (
         ["127.0.0.1/32"], ["127.0.0.1"], ["evil.test"])
+async def test_a_tenant_over_http_sees_only_its_own(frontend_stack: tuple[Stack, LLMServer], site: StaticServer) -> None:
+    s, _ = frontend_stack
+    status, made = s.call("POST", "/v1/tenants", {"name": "mcp-tenant"})
+    assert status == 201, made
+    operator = s.submit({"script": script(site.url("/cdp/basic.html"), waits=0), "labels": {"via": "operator"}})
+    async with http_client(s, made["key"]) as client:
+        own = structured(await client.call_tool("submit_job", {"script": script(site.url("/cdp/basic.html"), waits=0)}))
+        listed = structured(await client.call_tool("list_jobs", {}))
+        assert [j["job_id"] for j in listed["jobs"]] == [own["job_id"]]
+        assert "no job with id" in error_text(await client.call_tool("get_job", {"job_id": operator["id"]}))
+        assert "no job with id" in error_text(await client.call_tool("cancel_job", {"job_id": operator["id"]}))
+    assert s.job(own["job_id"])["tenant"] == "mcp-tenant" and s.job(operator["id"])["tenant"] is None
+    s.call("POST", "/v1/tenants/mcp-tenant/revoke", {})
+    resp = httpx2.post(s.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                       headers={"Authorization": f"Bearer {made['key']}", "Accept": "application/json, text/event-stream"})
+    assert resp.status_code == 401

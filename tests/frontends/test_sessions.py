@@ -232,3 +232,24 @@ def test_the_cap_and_a_worker_shutting_down(site: StaticServer) -> None:
             assert worker.popen.returncode != -signal.SIGKILL, "the shutdown waited for the session"
             assert "ended (worker_stopping)" in worker.log(100_000)
             assert refused_or_none(client, session.id)
+
+
+def test_a_tenants_session_is_its_own(frontend_stack: tuple[Stack, LLMServer], site: StaticServer) -> None:
+    s, _ = frontend_stack
+    keys = {}
+    for name, networks in (("sess-a", ["127.0.0.1/32"]), ("sess-b", [])):
+        status, made = s.call("POST", "/v1/tenants", {"name": name, "limits": {"allowed_networks": networks}})
+        assert status == 201, made
+        keys[name] = made["key"]
+    with Client(s.url, keys["sess-a"], timeout=120) as a, Client(s.url, keys["sess-b"], timeout=120) as b:
+        session = a.open_session(site.url("/sessions/form.html"), allowed_networks=["127.0.0.1/32"])
+        assert session.tenant == "sess-a"
+        assert b.sessions() == [] and session.id in [x.id for x in a.sessions()]
+        for call in (lambda: b.get_state(session.id), lambda: b.navigate(session.id, site.url("/")),
+                     lambda: b.tabs(session.id), lambda: b.close_session(session.id)):
+            gone = refused(call)
+            assert gone.status == 404 and "no open session with id" in gone.message
+        assert a.get_state(session.id).title == "Order a mug"  # untouched by sess-b
+        with Client(s.url, TOKEN) as admin:
+            assert session.id in [x.id for x in admin.sessions()]
+        a.close_session(session.id)

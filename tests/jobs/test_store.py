@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from config.logs import bind, current
 from workers.jobs.model.result import JobResult, StepRecord
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import JobStatus
 from workers.jobs.store.jobs import JobStore
+from workers.pipeline.records import StoreRecords
 
 
 async def test_a_job_runs_once_and_finishes_once(store: JobStore) -> None:
@@ -52,3 +54,19 @@ async def test_listing_is_newest_first_by_state_and_label(store: JobStore) -> No
     rest = await store.list(labels={"team": "x"}, limit=5, cursor=page.next_cursor)
     assert [j.id for j in rest.jobs] == [ids[0]] and rest.next_cursor is None
     assert {j.id for j in (await store.list(state="queued", limit=50)).jobs} >= set(ids)
+
+
+async def test_a_tenants_job_is_its_own_and_its_worker_logs_name_the_tenant(store: JobStore) -> None:
+    spec = JobSpec(task="x", idempotency_key="same")
+    mine = await store.create(spec, max_steps=5, tenant="acme")
+    theirs = await store.create(spec, max_steps=5, tenant="beta")
+    operator = await store.create(spec, max_steps=5)
+    assert len({mine.job_id, theirs.job_id, operator.job_id}) == 3  # idempotency keys are per tenant
+    assert (await store.create(spec, max_steps=5, tenant="acme")).job_id == mine.job_id
+    assert [j.id for j in (await store.list(tenant="acme")).jobs] == [mine.job_id]
+    assert len((await store.list()).jobs) == 3
+    with bind(job_id=mine.job_id):
+        await StoreRecords(store).spec(mine.job_id)
+        assert current()["tenant"] == "acme"
+    ended = (await store.ends([mine.job_id, operator.job_id]))
+    assert [e.tenant for e in ended if e] == ["acme", None]

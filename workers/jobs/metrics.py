@@ -59,6 +59,7 @@ from workers.jobs.recipes.models import ReplayOutcome
 from workers.jobs.sessions.models import COMMANDS
 from workers.jobs.store.jobs import WORKER_FRESH_SECONDS
 from workers.jobs.store.keys import Keys
+from workers.jobs.tenants.models import OPERATOR_TENANT
 
 if TYPE_CHECKING:  # the kernel reads a pool's stats; it never imports the browser layer
     from cdp import BrowserPool, PoolStats
@@ -74,6 +75,7 @@ DEPTH_QUEUES = (*QUEUES, WEBHOOK_QUEUE, SESSIONS_QUEUE)
 POOL_STATES = ("starting", "ready", "draining")
 LLM_OUTCOMES = tuple(o.value for o in LlmOutcome)
 MODEL_LABELS_MAX = 20
+TENANT_LABELS_MAX = 100  # tenants are the operator's to create; past this many, "other"
 NO_CATEGORY = "none"
 WEBHOOK_OUTCOMES = ("delivered", "refused", "retrying", "given_up")
 SCHEDULE_OUTCOMES = ("run", "skipped")
@@ -97,6 +99,8 @@ ELEMENTS = (0, 10, 25, 50, 100, 200, 400, 800, 1600, 3200)
 
 BUILD_INFO = Info("browserd_build", "The browserd version this process runs.")
 JOBS_TOTAL = Counter("browserd_jobs", "Jobs finished, by final state and failure category.", ["state", "category"])
+TENANT_JOBS = Counter("browserd_tenant_jobs", "Jobs finished, by tenant (its name; 'operator' for the admin's "
+                      "jobs; never a key) and final state.", ["tenant", "state"])
 JOB_DURATION = Histogram("browserd_job_duration_seconds", "Run time of a finished job's last attempt.", buckets=JOB)
 QUEUE_WAIT = Histogram("browserd_job_queue_wait_seconds", "Time from enqueue to a worker starting the job.", buckets=WAIT)
 STEPS = Counter("browserd_agent_steps", "Agent (or script) steps run.")
@@ -135,7 +139,7 @@ REPLAY_STEPS = Counter("browserd_replay_steps", "Recipe steps, by outcome (repla
                        "step that did not match the page).", ["outcome"])
 TOKENS_SAVED = Counter("browserd_llm_tokens_saved", "LLM tokens recipe replays did not spend, estimated from the "
                        "recorded run (its tokens, minus what healing used).")
-EVENT_METRICS = (BUILD_INFO, JOBS_TOTAL, JOB_DURATION, QUEUE_WAIT, STEPS, STEP_SECONDS, LLM_REQUESTS, LLM_TOKENS,
+EVENT_METRICS = (BUILD_INFO, JOBS_TOTAL, TENANT_JOBS, JOB_DURATION, QUEUE_WAIT, STEPS, STEP_SECONDS, LLM_REQUESTS, LLM_TOKENS,
                  LLM_LATENCY, LEASE_WAIT, CRASHES, RECYCLES, DOM_CAPTURE, DOM_ELEMENTS, WEBHOOKS, WEBHOOK_SECONDS,
                  BATCHES_SUBMITTED, BATCHES_COMPLETED, SCHEDULE_RUNS, API_REQUESTS, API_LATENCY, SESSION_COMMANDS,
                  SESSIONS_ENDED, POLITENESS_WAIT, POLITENESS_WAITING, REPLAY_STEPS, TOKENS_SAVED)
@@ -190,6 +194,7 @@ class _BoundedLabel:
 
 
 _model_label = _BoundedLabel(MODEL_LABELS_MAX)
+_tenant_label = _BoundedLabel(TENANT_LABELS_MAX)
 
 
 def _observe(histogram: Histogram, value: float | None) -> None:
@@ -208,12 +213,15 @@ def _gauge(name: str, doc: str, label: str | None = None, values: dict[str, floa
 
 
 def observe_job_finished(status: JobStatus | str, category: FailureCategory | str | None = None,
-                         duration: float | None = None, queue_wait: float | None = None) -> None:
-    """Once per job that reached a final state (call it only where the final transition won)."""
+                         duration: float | None = None, queue_wait: float | None = None,
+                         tenant: str | None = None) -> None:
+    """Once per job that reached a final state (call it only where the final transition won);
+    ``tenant`` None: the operator's job."""
     state = JobStatus(status)
     if not state.finished:
         raise ValueError(f"{state.value!r} is not a final job state")
     JOBS_TOTAL.labels(state.value, FailureCategory(category).value if category else NO_CATEGORY).inc()
+    TENANT_JOBS.labels(_tenant_label(tenant or OPERATOR_TENANT), state.value).inc()
     _observe(JOB_DURATION, duration)
     _observe(QUEUE_WAIT, queue_wait)
 

@@ -26,6 +26,7 @@ from typing import Protocol
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from config.logs import note
 from workers.agent import AgentEvent
 from workers.agent.recorder import OnStep
 from workers.jobs.ids import new_id
@@ -96,7 +97,10 @@ class StoreRecords:
         return claim
 
     async def spec(self, job_id: str) -> JobSpec | None:
+        """The job's spec; the record is read here once, so its tenant joins the log context (never a key)."""
         record = await self.store.get(job_id)
+        if record is not None and record.tenant is not None:
+            note(tenant=record.tenant)
         return record.spec if record is not None else None
 
     async def progress(self, job_id: str, attempt: int, *, step: StepRecord | None = None,

@@ -15,6 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state", choices=[s.value for s in JobStatus])
     p.add_argument("--label", action="append", default=[], metavar="K=V", help="only jobs with this label")
     p.add_argument("--schedule", metavar="ID", help="only jobs created by this schedule's runs")
+    p.add_argument("--tenant", metavar="NAME", help="only this tenant's jobs (the admin's filter)")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--cursor", type=int, help="continue from a previous page's cursor")
     p.add_argument("--json", action="store_true")
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
                          "digits, as `browserd schedule list` shows)")
     labels = dict(item.partition("=")[::2] for item in args.label)
     page = client().jobs(state=args.state, labels=labels or None, schedule=args.schedule, limit=args.limit,
-                         cursor=args.cursor)
+                         cursor=args.cursor, tenant=args.tenant)
     if args.json:
         print_json(page.model_dump(mode="json"))
         return 0

@@ -36,6 +36,7 @@ class BatchRecord(BaseModel):
     done: int = Field(description="Jobs that finished: succeeded + failed + cancelled.")
     progress: float = Field(description="done / total, from 0 to 1.")
     schedule_id: str | None = Field(None, description="The schedule whose run this batch is.")
+    tenant: str | None = Field(None, description="The tenant whose key submitted it; null: the operator's.")
     duplicates: int = Field(0, description="Items whose idempotency key named an existing job (not counted).")
     cancel_requested: bool = False
     webhook_url: str | None = None

@@ -73,6 +73,7 @@ def record_of(raw: dict[str, str]) -> BatchRecord | None:
         done=done,
         progress=round(done / total, 4) if total else 1.0,
         schedule_id=raw.get("schedule") or None,
+        tenant=raw.get("tenant") or None,
         duplicates=int(raw.get("duplicates") or 0),
         cancel_requested=cancelling,
         webhook_url=raw.get("webhook_url") or None,
@@ -93,8 +94,8 @@ class BatchStore:
                                                               CREATE_ONE=source("job_create")))
 
     async def create(self, specs: list[Any], max_steps: list[int], *, schedule_id: str | None = None,
-                     webhook_url: str | None = None) -> BatchCreated:
-        """Record a batch and its queued jobs.
+                     webhook_url: str | None = None, tenant: str | None = None) -> BatchCreated:
+        """Record a batch and its queued jobs (``tenant``'s, or the operator's).
 
         The batch hash (with its ``total``) is written before the jobs, so the counters the jobs'
         creation bumps never see a batch without its size.
@@ -103,14 +104,15 @@ class BatchStore:
         bkey = self.keys.batch(batch_id)
         created_at = datetime.now(UTC).timestamp()
         fields = {"id": batch_id, "total": len(specs), "created_at": repr(created_at),
-                  "schedule": schedule_id or "", "webhook_url": webhook_url or ""}
+                  "schedule": schedule_id or "", "webhook_url": webhook_url or "", "tenant": tenant or ""}
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(bkey, mapping=fields)
             pipe.zadd(self.keys.batches, {batch_id: created_at})
             if schedule_id:
                 pipe.zadd(self.keys.schedule_runs(schedule_id), {batch_id: created_at})
             await pipe.execute()
-        argvs = [json.dumps(self.jobs.create_args(spec, max_steps=steps, batch=batch_id, schedule=schedule_id))
+        argvs = [json.dumps(self.jobs.create_args(spec, max_steps=steps, batch=batch_id, schedule=schedule_id,
+                                                  tenant=tenant))
                  for spec, steps in zip(specs, max_steps)]
         flat: list[Any] = []
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -192,15 +194,22 @@ class BatchStore:
                     line = await _inlined(line, artifacts, line.result_artifact)
                 yield line
 
-    async def recent(self, limit: int = 50, before: float | None = None) -> list[BatchRecord]:
-        """Batches newest first, created before ``before`` (epoch seconds) when given."""
+    async def recent(self, limit: int = 50, before: float | None = None, tenant: str | None = None) -> list[BatchRecord]:
+        """Batches newest first, created before ``before`` (epoch seconds) when given; ``tenant``:
+        only that tenant's (None: everyone's)."""
         top = f"({before!r}" if before is not None else "+inf"
-        ids = await self.redis.zrevrangebyscore(self.keys.batches, top, "-inf", start=0, num=limit)
-        records = [await self.get(batch_id) for batch_id in ids]
-        gone = [batch_id for batch_id, record in zip(ids, records) if record is None]
-        if gone:  # expired with their results
-            await self.redis.zrem(self.keys.batches, *gone)
-        return [r for r in records if r is not None]
+        found: list[BatchRecord] = []
+        while len(found) < limit:
+            page = await self.redis.zrevrangebyscore(self.keys.batches, top, "-inf", start=0, num=limit, withscores=True)
+            if not page:
+                break
+            records = [await self.get(batch_id) for batch_id, _ in page]
+            gone = [batch_id for (batch_id, _), record in zip(page, records) if record is None]
+            if gone:  # expired with their results
+                await self.redis.zrem(self.keys.batches, *gone)
+            found += [r for r in records if r is not None and (tenant is None or r.tenant == tenant)]
+            top = f"({page[-1][1]!r}"
+        return found[:limit]
 
     async def for_schedule(self, schedule_id: str, limit: int = 50) -> list[BatchRecord]:
         """The schedule's runs, newest first (runs whose record expired are dropped)."""

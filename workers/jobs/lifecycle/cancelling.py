@@ -25,10 +25,11 @@ async def cancel_job(store: JobStore, job_id: str) -> CancelResult:
     return done
 
 
-async def cancel_batch(store: JobStore, batch_id: str) -> int:
-    """Cancel every unfinished job of an existing batch; returns how many were queued (cancelled at once)."""
+async def cancel_batch(store: JobStore, batch_id: str, tenant: str | None = None) -> int:
+    """Cancel every unfinished job of an existing batch (``tenant``'s: its metrics say so); returns
+    how many were queued (cancelled at once)."""
     cancelled = await BatchStore(store).cancel(batch_id)
     for _ in cancelled:
-        observe_job_finished(JobStatus.cancelled)
+        observe_job_finished(JobStatus.cancelled, tenant=tenant)
     await Finisher(store).batch_settled(batch_id, cancelled)
     return len(cancelled)

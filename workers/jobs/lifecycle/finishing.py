@@ -69,4 +69,4 @@ def _observe(end: JobEnd) -> None:
     started, created, finished = end.started_at, end.created_at, end.finished_at
     duration = finished - started if finished and started else None
     wait = started - created if started and created else None
-    metrics.observe_job_finished(end.state, end.category, duration=duration, queue_wait=wait)
+    metrics.observe_job_finished(end.state, end.category, duration=duration, queue_wait=wait, tenant=end.tenant)

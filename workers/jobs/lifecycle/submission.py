@@ -24,12 +24,13 @@ from workers.jobs.store.jobs import Created, JobStore
 log = logging.getLogger("browserd.batches")
 
 
-async def submit_job(store: JobStore, spec: JobSpec, settings: Settings) -> Created:
-    """Record and publish one checked spec. Same idempotency key, same job (``created`` False).
+async def submit_job(store: JobStore, spec: JobSpec, settings: Settings, *, tenant: str | None = None) -> Created:
+    """Record and publish one checked spec, ``tenant``'s (None: the operator's). Same idempotency
+    key, same job (``created`` False).
 
     Raises ``QueueUnavailable`` (the job was cancelled) when its message cannot be published.
     """
-    made = await store.create(spec, max_steps=max_steps_of(spec, settings))
+    made = await store.create(spec, max_steps=max_steps_of(spec, settings), tenant=tenant)
     job_id = made.job_id
     if made.created:
         try:
@@ -57,11 +58,13 @@ async def publish_jobs(store: JobStore, job_ids: list[str], specs: list[JobSpec]
 
 
 async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings, *,
-                       schedule_id: str | None = None, webhook_url: str | None = None) -> BatchRecord:
-    """Queue checked specs as one batch; returns its record (already counting its queued jobs)."""
+                       schedule_id: str | None = None, webhook_url: str | None = None,
+                       tenant: str | None = None) -> BatchRecord:
+    """Queue checked specs as one batch (``tenant``'s, or the operator's); returns its record
+    (already counting its queued jobs)."""
     batches = BatchStore(store)
     steps = [max_steps_of(spec, settings) for spec in specs]
-    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url)
+    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url, tenant=tenant)
     batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
     fresh = [(job_id, spec) for job_id, spec, new in zip(job_ids, specs, created) if new]
     try:

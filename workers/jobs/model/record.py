@@ -31,6 +31,7 @@ class JobRecord(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     batch: str | None = Field(None, description="The batch the job belongs to, if any.")
     schedule: str | None = Field(None, description="The schedule whose run (a batch) created the job, if any.")
+    tenant: str | None = Field(None, description="The tenant whose key submitted the job; null: the operator's.")
     idempotency_key: str | None = None
     attempts: int = Field(0, description="Times a worker started the job (a redelivery after a lost worker adds one).")
     worker: str | None = Field(None, description="Worker that ran (or runs) the latest attempt.")

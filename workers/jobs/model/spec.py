@@ -176,8 +176,8 @@ class JobSpec(BaseModel):
     denied_domains: list[str] = Field(default_factory=list, description="Never these domains (and subdomains).")
     allowed_networks: list[str] = Field(
         default_factory=list, max_length=64,
-        description="Private networks this job may reach (CIDRs, e.g. '10.1.0.0/16', '127.0.0.1/32'); "
-        "private networks are closed unless opened here or by the settings.",
+        description="Private networks this job may reach (CIDRs, e.g. '10.1.0.0/16', '127.0.0.1/32'), inside what "
+        "the operator allows (BROWSERD_ALLOWED_NETWORKS, a tenant's allowed_networks): more is refused with 422.",
     )
     options: AgentOptions = Field(default_factory=AgentOptions)
     politeness: PolitenessOptions = Field(

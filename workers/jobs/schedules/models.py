@@ -57,3 +57,5 @@ class Schedule(ScheduleSpec):
     last_run_at: datetime | None = None
     last_batch_id: str | None = None
     next_run_at: datetime | None = Field(None, description="When beat will fire it next (enabled schedules).")
+    tenant: str | None = Field(None, description="The tenant whose key made it (its runs are that tenant's); null: "
+                               "the operator's.")

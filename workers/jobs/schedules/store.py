@@ -29,16 +29,20 @@ from workers.jobs.recipes.checks import automatic
 from workers.jobs.schedules import beat
 from workers.jobs.schedules.models import Schedule, ScheduleSpec
 from workers.jobs.specs.checks import validate_jobs
+from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
+from workers.jobs.tenants.principal import Principal
+from workers.jobs.tenants.store import TenantStore
 from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.schedules")
 
 
-def check(spec: ScheduleSpec, settings: Settings) -> list[JobSpec]:
-    """Refuse a schedule whose timing or template could never run (422 naming the field)."""
+def check(spec: ScheduleSpec, settings: Settings, ceiling: Ceiling | None = None) -> list[JobSpec]:
+    """Refuse a schedule whose timing or template could never run, or asks past its ``ceiling``
+    (422 naming the field)."""
     beat.celery_schedule(spec)
     request = spec.request()
-    specs = validate_jobs(request, settings)
+    specs = validate_jobs(request, settings, ceiling)
     if spec.mode == "auto":
         automatic(specs, "schedule", where="mode")  # refuses a template with no agent job
     if any(s.secrets for s in specs):  # the template is stored as written: values would sit in clear
@@ -72,11 +76,13 @@ class ScheduleStore:
     def index(self) -> str:
         return self.store.keys.schedules
 
-    async def create(self, spec: ScheduleSpec) -> Schedule:
+    async def create(self, spec: ScheduleSpec, tenant: str | None = None) -> Schedule:
+        """A schedule (``tenant``'s, or the operator's: its runs are the same tenant's)."""
         schedule_id = new_id()
         now = datetime.now(UTC).timestamp()
         await self.redis.hset(self.key(schedule_id), mapping={
             "id": schedule_id, "spec": spec.model_dump_json(), "created_at": repr(now), "runs": 0, "skipped": 0,
+            "tenant": tenant or "",
         })
         await self.redis.zadd(self.index, {schedule_id: now})
         await asyncio.to_thread(beat.save_entry, schedule_id, spec)
@@ -96,12 +102,14 @@ class ScheduleStore:
             **spec.model_dump(), id=schedule_id, created_at=_ts(raw["created_at"]),
             runs=int(raw.get("runs") or 0), skipped=int(raw.get("skipped") or 0),
             last_run_at=_ts(raw.get("last_run_at")), last_batch_id=raw.get("last_batch") or None, next_run_at=due,
+            tenant=raw.get("tenant") or None,
         )
 
-    async def list(self) -> list[Schedule]:
+    async def list(self, tenant: str | None = None) -> list[Schedule]:
+        """Oldest first; ``tenant``: only that tenant's (None: everyone's)."""
         ids = await self.redis.zrange(self.index, 0, -1)
         found = [await self.get(schedule_id) for schedule_id in ids]
-        return [s for s in found if s is not None]
+        return [s for s in found if s is not None and (tenant is None or s.tenant == tenant)]
 
     async def set_enabled(self, schedule_id: str, enabled: bool) -> Schedule | None:
         raw = await self.redis.hget(self.key(schedule_id), "spec") if is_id(schedule_id) else None
@@ -130,12 +138,19 @@ class ScheduleStore:
             metrics.observe_schedule_run("skipped")
             log.info("schedule %s: previous run %s is unfinished; skipped", schedule_id, schedule.last_batch_id)
             return None
+        ceiling = None
+        if schedule.tenant is not None:  # its tenant's run, within the tenant's ceilings as they are now
+            owner = await TenantStore(self.redis, self.store.keys).get(schedule.tenant)
+            if owner is None or owner.revoked:
+                log.info("schedule %s: tenant %s is revoked; not run", schedule_id, schedule.tenant)
+                return None
+            ceiling = tenant_ceiling(Principal(owner.name, owner.limits), settings)
         request = schedule.request()
-        specs = validate_jobs(request, settings)
+        specs = validate_jobs(request, settings, ceiling)
         if schedule.mode == "auto":
             specs = automatic(specs, f"schedule-{schedule_id}")
         record = await submit_batch(self.store, specs, settings, schedule_id=schedule_id,
-                                    webhook_url=request.webhook_url)
+                                    webhook_url=request.webhook_url, tenant=schedule.tenant)
         await self.redis.hset(self.key(schedule_id), mapping={"last_batch": record.id,
                                                               "last_run_at": repr(record.created_at.timestamp())})
         await self.redis.hincrby(self.key(schedule_id), "runs", 1)

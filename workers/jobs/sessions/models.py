@@ -55,8 +55,8 @@ class SessionOptions(BaseModel):
     start_url: HttpUrl | None = Field(None, description="Page opened in the session's first tab.")
     allowed_networks: list[str] = Field(
         default_factory=list, max_length=64,
-        description="Private networks this session may reach (CIDRs, e.g. '10.1.0.0/16'); private networks are "
-        "closed unless opened here or by the settings, as for a job.",
+        description="Private networks this session may reach (CIDRs, e.g. '10.1.0.0/16'), inside what the operator "
+        "allows, as for a job (more is refused with 422).",
     )
     allowed_domains: list[str] = Field(default_factory=list, max_length=256,
                                        description="Only these domains (and subdomains), as a job's.")
@@ -93,6 +93,7 @@ class SessionRecord(BaseModel):
     allowed_domains: list[str] = Field(default_factory=list)
     denied_domains: list[str] = Field(default_factory=list)
     viewport: Viewport | None = None
+    tenant: str | None = Field(None, description="The tenant whose key opened it; null: the operator's.")
 
 
 class SessionList(BaseModel):

@@ -42,6 +42,7 @@ from workers.jobs.sessions.models import (
     check_args,
 )
 from workers.jobs.store.keys import Keys
+from workers.jobs.tenants.ceilings import Ceiling, check_networks, operator_ceiling
 from workers.jobs.store.scripts import source
 
 SESSION_GRACE = 15.0  # seconds a record outlives its worker's last heartbeat
@@ -54,8 +55,10 @@ def _epoch(value: str | None) -> datetime | None:
     return datetime.fromtimestamp(float(value), UTC) if value else None
 
 
-def check_options(options: SessionOptions, settings: Settings) -> SessionOptions:
-    """The options with their idle timeout settled; a timeout above the settings' is refused."""
+def check_options(options: SessionOptions, settings: Settings, ceiling: Ceiling | None = None) -> SessionOptions:
+    """The options with their idle timeout settled; a timeout above the settings' is refused, and so
+    are networks outside the ``ceiling`` (default: the operator's, ``operator_ceiling``)."""
+    check_networks(options.allowed_networks, ceiling or operator_ceiling(settings))
     limit = settings.session_idle_timeout
     if options.idle_timeout is not None and options.idle_timeout > limit:
         raise SpecError.at("idle_timeout", f"at most {limit:g} seconds (BROWSERD_SESSION_IDLE_TIMEOUT)")
@@ -71,8 +74,9 @@ class SessionStore:
 
     # --- records ---------------------------------------------------------------------------
 
-    async def create(self, options: SessionOptions, max_open: int) -> str:
-        """A new record in state ``opening``; ``SessionLimitReached`` when ``max_open`` are open."""
+    async def create(self, options: SessionOptions, max_open: int, tenant: str | None = None) -> str:
+        """A new record in state ``opening`` (``tenant``'s, or the operator's); ``SessionLimitReached``
+        when ``max_open`` are open."""
         session_id, now = new_id(), time.time()
         ttl = OPEN_WAIT + SESSION_GRACE
         fields = {"id": session_id, "state": SessionStatus.opening.value, "created_at": repr(now),
@@ -80,7 +84,7 @@ class SessionStore:
                   "allowed_networks": json.dumps(options.allowed_networks),
                   "allowed_domains": json.dumps(options.allowed_domains),
                   "denied_domains": json.dumps(options.denied_domains),
-                  "viewport": options.viewport.model_dump_json() if options.viewport else ""}
+                  "viewport": options.viewport.model_dump_json() if options.viewport else "", "tenant": tenant or ""}
         argv = [repr(now), max_open, repr(now + ttl), int(ttl), session_id, *(x for kv in fields.items() for x in kv)]
         if not await self._open(keys=[self.keys.sessions, self.keys.session(session_id)], args=argv):
             raise SessionLimitReached(max_open)
@@ -98,12 +102,13 @@ class SessionStore:
             raise SessionNotFound(session_id)
         return record
 
-    async def list(self) -> list[SessionRecord]:
-        """Open and opening sessions, oldest first."""
+    async def list(self, tenant: str | None = None) -> list[SessionRecord]:
+        """Open and opening sessions, oldest first; ``tenant``: only that tenant's (None: everyone's)."""
         await self.redis.zremrangebyscore(self.keys.sessions, "-inf", time.time())
         ids = await self.redis.zrange(self.keys.sessions, 0, -1)
         records = [await self.get(i) for i in ids]
-        return sorted((r for r in records if r is not None), key=lambda r: r.created_at)
+        return sorted((r for r in records if r is not None and (tenant is None or r.tenant == tenant)),
+                      key=lambda r: r.created_at)
 
     async def open_count(self) -> int:
         return int(await self.redis.zcount(self.keys.sessions, time.time(), "+inf"))
@@ -188,19 +193,20 @@ def _record(raw: dict[str, str]) -> SessionRecord:
         allowed_domains=json.loads(raw.get("allowed_domains") or "[]"),
         denied_domains=json.loads(raw.get("denied_domains") or "[]"),
         viewport=Viewport.model_validate_json(raw["viewport"]) if raw.get("viewport") else None,
+        tenant=raw.get("tenant") or None,
     )
 
 
 async def open_session(store: SessionStore, options: SessionOptions, settings: Settings,
-                       wait: float = OPEN_WAIT) -> SessionRecord:
+                       wait: float = OPEN_WAIT, ceiling: Ceiling | None = None, tenant: str | None = None) -> SessionRecord:
     """Record a session, hand it to a worker on the ``sessions`` queue and wait until it is open.
 
     A session no worker opens within ``wait`` is dropped (a worker that takes its message later
     finds no record and does nothing); one whose start URL fails is closed by its worker, and the
     action's error comes back as ``SessionCommandFailed``.
     """
-    options = check_options(options, settings)
-    session_id = await store.create(options, settings.session_max_open)
+    options = check_options(options, settings, ceiling)
+    session_id = await store.create(options, settings.session_max_open, tenant)
     try:
         await asyncio.to_thread(send_session, session_id, settings.session_max_seconds)
     except Exception as exc:

@@ -25,6 +25,7 @@ from workers.jobs.secrets.sealing import seal_spec
 from workers.jobs.specs.batch_body import BatchRequest, merged
 from workers.jobs.specs.output import check_schema
 from workers.jobs.specs.schema_limits import check_limits
+from workers.jobs.tenants.ceilings import Ceiling, JobLimits, check_limits as check_ceiling, operator_ceiling
 from workers.jobs.webhooks.destinations import networks, url_refusal
 
 
@@ -54,11 +55,15 @@ def max_steps_of(spec: JobSpec, settings: Settings) -> int:
     return spec.options.max_steps or settings.max_steps
 
 
-def check_spec(spec: JobSpec, settings: Settings) -> JobSpec:
+def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None) -> JobSpec:
     """What pydantic cannot check alone: the script's actions, the output schema (its bounds:
     ``SchemaTooComplex``; then jsonschema's own check), a timeout the
     queue can honour, a webhook receiver that is not plainly private, politeness no looser than the
-    operator allows; and the secrets, sealed."""
+    operator allows, what the job opens within its ``ceiling`` (default: the operator's settings);
+    and the secrets, sealed."""
+    spec = apply_ceiling(spec, operator_ceiling(settings))
+    if ceiling is not None:
+        spec = apply_ceiling(spec, ceiling)
     if spec.output_schema is not None:
         check_output_schema(spec.output_schema)
     if spec.timeout is not None and spec.timeout > max_job_timeout(settings):
@@ -88,6 +93,26 @@ def check_spec(spec: JobSpec, settings: Settings) -> JobSpec:
     return seal_spec(spec, settings)
 
 
+def apply_ceiling(spec: JobSpec, ceiling: Ceiling) -> JobSpec:
+    """Refuse what asks past the ceiling; fill in the steps and timeout a job leaves open with the
+    ceiling's, so an unbounded request runs bounded. A tenant's job may not name the operator's
+    credential sets, profiles or recipes (they are not owned per tenant)."""
+    if ceiling.tenant:
+        for field in ("credentials", "profile", "save_profile", "recipe", "auto_recipe"):
+            if getattr(spec, field) is not None:
+                raise SpecError.at(field, f"{ceiling.source} may not use the operator's credential sets, profiles "
+                                   "or recipes (they are not kept per tenant yet)")
+    check_ceiling(JobLimits(spec.allowed_networks, spec.allowed_domains, spec.options.max_steps, spec.timeout), ceiling)
+    if ceiling.domains is not None and spec.start_url is not None:
+        host = spec.start_url.host or ""
+        check_ceiling(JobLimits((), (host,)), ceiling)
+    if ceiling.max_steps is not None and spec.options.max_steps is None and spec.script is None:
+        spec.options.max_steps = ceiling.max_steps
+    if ceiling.timeout is not None and spec.timeout is None:
+        spec.timeout = ceiling.timeout
+    return spec
+
+
 def check_output_schema(schema: dict[str, Any]) -> None:
     """Refuse an output schema past its bounds (``SchemaTooComplex``, naming the limit), then one
     jsonschema or the linear-time regex engine cannot use. Every way a schema enters comes here:
@@ -106,8 +131,9 @@ def check_webhook_url(url: str, settings: Settings, where: str = "webhook_url") 
         raise SpecError.at(where, reason)
 
 
-def validate_jobs(request: BatchRequest, settings: Settings) -> list[JobSpec]:
-    """Every job as a checked ``JobSpec``; the first bad one refuses the batch (422, ``jobs[i].field``)."""
+def validate_jobs(request: BatchRequest, settings: Settings, ceiling: Ceiling | None = None) -> list[JobSpec]:
+    """Every job as a checked ``JobSpec`` (within ``ceiling``, default the operator's); the first bad
+    one refuses the batch (422, ``jobs[i].field``)."""
     if request.webhook_url is not None:
         check_webhook_url(request.webhook_url, settings)
     specs = []
@@ -117,7 +143,7 @@ def validate_jobs(request: BatchRequest, settings: Settings) -> list[JobSpec]:
             raise SpecError.at(where, "must be an object (a job spec)")
         try:
             spec = JobSpec.model_validate(merged(request.defaults, item) if request.defaults else item)
-            specs.append(check_spec(spec, settings))
+            specs.append(check_spec(spec, settings, ceiling))
         except ValidationError as exc:
             raise problems_of(exc, where) from None
         except SpecError as exc:

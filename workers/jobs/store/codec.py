@@ -50,7 +50,8 @@ from workers.jobs.model.status import FailureCategory, JobStatus, Priority, Sess
 RUN_FIELD = "run:"
 """``run:{n}``: the record (``RunRecord`` JSON) of run n of a job that keeps its session."""
 FLAG_FIELDS = ("cancel_requested", "paused")
-END_FIELDS = ("state", "category", "error", "batch", "labels", "runs", "created_at", "started_at", "finished_at")
+END_FIELDS = ("state", "category", "error", "batch", "labels", "runs", "created_at", "started_at", "finished_at",
+              "tenant")
 LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at")
 
 
@@ -71,9 +72,10 @@ def _seconds(value: str | None) -> float | None:
 
 
 def create_fields(spec: JobSpec, max_steps: int, *, batch: str | None = None,
-                  schedule: str | None = None) -> dict[str, Any]:
+                  schedule: str | None = None, tenant: str | None = None) -> dict[str, Any]:
     """The fields a new job's hash is created with (``job_create.lua`` adds id, seq, created_at,
-    attempts and state): ``batch`` and ``schedule`` only for a job a batch (a schedule's run) made."""
+    attempts and state): ``batch`` and ``schedule`` only for a job a batch (a schedule's run) made,
+    ``tenant`` only for a tenant's job (the operator's have none)."""
     return {
         "spec": spec.model_dump_json(exclude_none=True),
         "priority": spec.priority.value,
@@ -83,6 +85,7 @@ def create_fields(spec: JobSpec, max_steps: int, *, batch: str | None = None,
         "webhook_url": str(spec.webhook_url) if spec.webhook_url else "",
         **({"batch": batch} if batch else {}),
         **({"schedule": schedule} if schedule else {}),
+        **({"tenant": tenant} if tenant else {}),
     }
 
 
@@ -101,6 +104,7 @@ def record_of(raw: dict[str, str], *, with_result: bool = True) -> JobRecord | N
         labels=json.loads(raw.get("labels") or "{}"),
         batch=raw.get("batch") or None,
         schedule=raw.get("schedule") or None,
+        tenant=raw.get("tenant") or None,
         idempotency_key=raw.get("idempotency_key") or None,
         attempts=int(raw.get("attempts") or 0),
         worker=raw.get("worker") or None,
@@ -183,12 +187,13 @@ class JobEnd:
     started_at: float | None
     finished_at: float | None
     head: ResultHead = ResultHead()
+    tenant: str | None = None  # the tenant whose key submitted it; None: the operator's
 
 
 def end_of(job_id: str, row: list[str | None], result: str | None = None) -> JobEnd | None:
     """``END_FIELDS`` (and the ``result`` field, if read) as ``HMGET`` returned them; None when the
     record is gone."""
-    state, category, error, batch, labels, runs, created, started, finished = row
+    state, category, error, batch, labels, runs, created, started, finished, tenant = row
     if not state:
         return None
     parsed = json.loads(result) if result else {}
@@ -197,7 +202,7 @@ def end_of(job_id: str, row: list[str | None], result: str | None = None) -> Job
     return JobEnd(job_id=job_id, state=JobStatus(state), category=FailureCategory(category) if category else None,
                   error=error or None, batch=batch or None, labels=json.loads(labels) if labels else {},
                   runs=int(runs or 1), created_at=_seconds(created), started_at=_seconds(started),
-                  finished_at=_seconds(finished), head=head)
+                  finished_at=_seconds(finished), head=head, tenant=tenant or None)
 
 
 @dataclass(frozen=True)

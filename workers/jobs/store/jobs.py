@@ -104,22 +104,26 @@ class JobStore:
 
     # --- writes ----------------------------------------------------------------------------
 
-    async def create(self, spec: JobSpec, *, max_steps: int) -> Created:
-        """Record a queued job; with an idempotency key already in use, the existing job's id."""
-        job_id, created = await self._create(keys=[], args=self.create_args(spec, max_steps=max_steps))
+    async def create(self, spec: JobSpec, *, max_steps: int, tenant: str | None = None) -> Created:
+        """Record a queued job (``tenant``'s, or the operator's); with an idempotency key already in
+        use (by the same tenant), the existing job's id."""
+        job_id, created = await self._create(keys=[], args=self.create_args(spec, max_steps=max_steps, tenant=tenant))
         return Created(job_id, bool(int(created)))
 
     def create_args(self, spec: JobSpec, *, max_steps: int, batch: str | None = None,
-                    schedule: str | None = None) -> list[Any]:
+                    schedule: str | None = None, tenant: str | None = None) -> list[Any]:
         """The ``ARGV`` of one ``job_create.lua`` call (``batches.store`` runs many in one script): a
         job of ``batch`` counts in it; a job of ``schedule`` also joins that schedule's index, for
-        ``list(schedule=...)``."""
-        fields = codec.create_fields(spec, max_steps, batch=batch, schedule=schedule)
+        ``list(schedule=...)``; a ``tenant``'s idempotency keys are its own (another tenant's same
+        key names another job)."""
+        fields = codec.create_fields(spec, max_steps, batch=batch, schedule=schedule, tenant=tenant)
         flat = [str(x) for pair in fields.items() for x in pair]
         indexes = [self.keys.label_index(k, v) for k, v in spec.labels.items()]
         if schedule:
             indexes.append(self.keys.schedule_jobs(schedule))
         key = spec.idempotency_key or ""
+        if key and tenant:
+            key = f"tenant:{tenant}:{key}"
         return self._argv(new_id(), json.dumps(flat), key, self.result_ttl, *indexes)
 
     async def start(self, job_id: str, *, worker: str, max_attempts: int, stale_after: float) -> Claim:
@@ -298,9 +302,11 @@ class JobStore:
         return [codec.event_of(entry_id, fields) for entry_id, fields in entries]
 
     async def list(self, *, state: str | None = None, labels: dict[str, str] | None = None,
-                   schedule: str | None = None, limit: int = 50, cursor: int | None = None) -> JobListing:
+                   schedule: str | None = None, limit: int = 50, cursor: int | None = None,
+                   tenant: str | None = None) -> JobListing:
         """Newest first; ``cursor`` (from the previous page) continues below that ``seq``. The walk
-        follows the narrowest index at hand (a schedule's, a label's, a state's) and checks the rest."""
+        follows the narrowest index at hand (a schedule's, a label's, a state's) and checks the rest;
+        ``tenant``: only that tenant's jobs (None: everyone's)."""
         labels = labels or {}
         limit = max(1, min(limit, LIST_LIMIT_MAX))
         if schedule is not None and not is_id(schedule):
@@ -324,6 +330,8 @@ class JobStore:
                 if record is None or (state and record.state != state):
                     continue
                 if schedule and record.schedule != schedule:
+                    continue
+                if tenant is not None and record.tenant != tenant:
                     continue
                 if any(record.labels.get(k) != v for k, v in labels.items()):
                     continue

@@ -55,6 +55,9 @@ key                             type       holds
                                            kept), ``version`` the current one, ``next``, run counters
                                            (runs, replayed, healed, failed, failing), broken, last_error
 ``P recipes``                   zset       recipe names, score creation time
+``P tenants``                   hash       tenant name -> JSON {key id, key's sha256, created_at, revoked,
+                                           ceilings} (``tenants.store``); never the key itself
+``P tenant-keys``               hash       key id (the key's public prefix) -> tenant name
 ``P redbeat:*``                 various    RedBeat's schedule entries, due-time zset and beat lock
 ``P jobs:expiring``             zset       what to drop from the indexes when a record expires: member
                                            ``job {id} {state} [schedule={id} ]{labels JSON}`` or ``batch {id}``, score
@@ -196,6 +199,14 @@ class Keys:
     @property
     def recipes(self) -> str:
         return f"{self.prefix}recipes"
+
+    @property
+    def tenants(self) -> str:
+        return f"{self.prefix}tenants"
+
+    @property
+    def tenant_keys(self) -> str:
+        return f"{self.prefix}tenant-keys"
 
     @property
     def profiles(self) -> str:

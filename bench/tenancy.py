@@ -1,0 +1,243 @@
+"""Tenant B against tenant A's (and the operator's) objects: every route of the OpenAPI schema,
+every MCP tool and every console page, with B's key; prints what leaked.
+
+    python -m bench.tenancy        # one JSON line; exit 1 on a leak
+
+The API runs in process on a real redis-server (no worker: jobs stay queued). Tenant A submits a
+job, a batch and a schedule; the operator makes one of each kind a tenant cannot make yet (a
+credential set, a profile, a recipe) and a job of its own. (No interactive session is opened: that
+needs a worker; the session routes are walked with an id that names none.) A leak is any answer to B that is not a
+refusal (2xx/3xx) on a route naming one of those objects, or any answer that carries one of their
+ids or names. Fair-share figures (``first_job_wait_s_under_flood``) are not measured: quotas and
+fair scheduling are not built yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.fernet import Fernet
+from fastapi.testclient import TestClient
+from redbeat.schedulers import REDBEAT_REDIS_KEY
+
+import daemon.console.pages as console_pages
+from daemon.mcp.http import CALLER
+from tests.frontends.tenancy import api_client
+from tests.support.redis_server import RedisServer
+from workers.jobs.queue.app import app as celery_app
+from workers.jobs.recipes.models import Recipe, RecipeStep
+from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.store.connection import connect
+from workers.jobs.store.keys import Keys
+
+REFUSED = {401, 404, 405, 409, 415, 422}  # 409/422: refused before reading anything (e.g. a bad body)
+SECRET_VALUE = "victim-password-9f8e7d"
+
+
+@dataclass
+class Victims:
+    """What B must never see: path parameter -> the value naming A's (or the operator's) object."""
+
+    params: dict[str, str]
+    markers: set[str] = field(default_factory=set)  # ids, names and values that must not appear
+
+
+@dataclass
+class Report:
+    routes_checked: int = 0
+    mcp_tools_checked: int = 0
+    console_pages_checked: int = 0
+    cross_tenant_leaks: list[str] = field(default_factory=list)
+
+
+def _key(c: TestClient, name: str) -> str:
+    made = c.post("/v1/tenants", json={"name": name})
+    assert made.status_code == 201, made.text
+    return made.json()["key"]
+
+
+def _as(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def seed(c: TestClient, redis_url: str) -> tuple[str, Victims]:
+    """Tenants acme (A) and beta (B), A's job and the operator's objects; B's key and what to hide."""
+    key_a, key_b = _key(c, "acme"), _key(c, "beta")
+    job_a = c.post("/v1/jobs", json={"task": "A's task", "labels": {"team": "acme"}, "idempotency_key": "same"},
+                   headers=_as(key_a))
+    assert job_a.status_code == 201, job_a.text
+    job_op = c.post("/v1/jobs", json={"task": "the operator's task", "idempotency_key": "same"}).json()["id"]
+    batch = c.post("/v1/batches", json={"jobs": [{"task": "batch job"}]}, headers=_as(key_a)).json()
+    assert batch.get("tenant") == "acme", batch
+    schedule = c.post("/v1/schedules", json={"every": 3600, "job": {"task": "scheduled"}}, headers=_as(key_a)).json()
+    assert schedule.get("tenant") == "acme", schedule
+    credentials = c.post("/v1/credentials", json={"name": "victim_shop", "secrets": {"password": SECRET_VALUE}})
+    assert credentials.status_code in (200, 201), credentials.text
+    profile = c.put("/v1/profiles/victim-profile", json={"cookies": [], "origins": []})
+    assert profile.status_code in (200, 201), profile.text
+
+    async def recipe() -> None:
+        redis = connect(redis_url)
+        try:
+            await RecipeStore(redis, Keys()).save(Recipe(name="victim-recipe", version=1, task="open {{x}}",
+                                                         steps=[RecipeStep(action="go_to_url", params={"url": "{{x}}"})]))
+        finally:
+            await redis.aclose()
+
+    asyncio.run(recipe())
+    ids = {"job_id": job_a.json()["id"], "batch_id": batch["id"], "schedule_id": schedule["id"],
+           "session_id": "0" * 32}
+    names = {"/credentials/": "victim_shop", "/profiles/": "victim-profile", "/recipes/": "victim-recipe",
+             "/tenants/": "acme", "/artifacts/": "result.json"}
+    markers = {*ids.values(), job_op, *names.values(), SECRET_VALUE} - {"0" * 32, "result.json"}
+    return key_b, Victims({**ids, **{f"name{k}": v for k, v in names.items()}, "job_op": job_op}, markers)
+
+
+def _fill(path: str, victims: Victims, job_key: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        param = match.group(1)
+        if param == "name":
+            prefix = next(k for k in victims.params if k.startswith("name") and k[4:] in path)
+            return victims.params[prefix]
+        return victims.params[job_key] if param == "job_id" else victims.params[param]
+
+    return re.sub(r"\{(\w+)\}", value, path)
+
+
+def _leaks(text: str, victims: Victims, sent: str = "") -> list[str]:
+    """Their ids, names or values in an answer, besides those the caller sent itself (a 404 names
+    the id it was asked for)."""
+    return sorted(m for m in victims.markers if m in text and m not in sent)
+
+
+def walk_routes(c: TestClient, key_b: str, victims: Victims, report: Report, under: str = "/v1/") -> None:
+    """Every operation of the schema under ``under``, as ``key_b``, naming the victims' objects."""
+    for path, methods in c.app.openapi()["paths"].items():  # type: ignore[attr-defined]
+        if not path.startswith(under):
+            continue
+        for method in methods:
+            for job_key in (("job_id", "job_op") if "{job_id}" in path else ("job_id",)):
+                url = _fill(path, victims, job_key)
+                queries = ["?follow=false"] if path.endswith("/events") else [""]
+                if "{" not in path and method == "get":
+                    queries.append("?tenant=acme")
+                for query in queries:
+                    report.routes_checked += 1
+                    kwargs: dict[str, Any] = {"headers": _as(key_b)}
+                    if method in ("post", "put"):  # a create (no id in the path) is refused, never waits on a worker
+                        kwargs["json"] = {} if "{" in path else {"probe": True}
+                    answer = c.request(method.upper(), url + query, **kwargs)
+                    named = "{" in path
+                    leaked = _leaks(answer.text, victims, url)
+                    if (named and answer.status_code not in REFUSED) or leaked:
+                        report.cross_tenant_leaks.append(f"{method.upper()} {url}{query} -> {answer.status_code} {leaked}")
+
+
+def walk_mcp(c: TestClient, key_b: str, victims: Victims, report: Report) -> None:
+    """Every MCP tool, called as B (its calls reach the API with B's key), naming A's objects."""
+    server = c.app.state.mcp.server  # type: ignore[attr-defined]
+    arguments = {"job_id": victims.params["job_id"], "batch_id": victims.params["batch_id"],
+                 "session_id": victims.params["session_id"], "task": "x", "spec": {"task": "x"},
+                 "jobs": [{"task": "x"}], "url": "https://example.com/", "index": 0, "text": "x", "option": "x",
+                 "direction": "down", "wait_seconds": 0,
+                 "allowed_networks": ["169.254.169.254/32"]}  # open_session: refused, never waits on a worker
+
+    async def go() -> None:
+        token = CALLER.set(key_b)
+        try:
+            for tool in await server.list_tools():
+                report.mcp_tools_checked += 1
+                wanted = set(tool.input_schema.get("properties", {}))
+                args = {k: v for k, v in arguments.items() if k in wanted}
+                try:
+                    answer = json.dumps(await server.call_tool(tool.name, args), default=str)
+                except Exception as exc:  # a refusal (the API's 404) surfaces as the tool's error
+                    answer = str(exc)
+                leaked = _leaks(answer, victims, json.dumps(args))
+                if leaked:
+                    report.cross_tenant_leaks.append(f"mcp {tool.name} -> {leaked}")
+            for template in await server.list_resource_templates():
+                report.mcp_tools_checked += 1
+                uri = _fill(template.uri_template, victims, "job_id")
+                try:
+                    answer = json.dumps([str(part) for part in await server.read_resource(uri)])
+                except Exception as exc:
+                    answer = str(exc)
+                leaked = _leaks(answer, victims, uri)
+                if leaked:
+                    report.cross_tenant_leaks.append(f"mcp resource {uri} -> {leaked}")
+        finally:
+            CALLER.reset(token)
+
+    c.portal.call(go)  # type: ignore[union-attr]  (on the app's own event loop)
+
+
+def walk_console(c: TestClient, key_b: str, victims: Victims, report: Report) -> None:
+    """The console is the operator's: B's key does not log in, and no page answers B."""
+    login = c.post("/ui/login", data={"token": key_b, "next": "/ui/"}, headers={"Origin": str(c.base_url)})
+    if login.status_code == 303:
+        report.cross_tenant_leaks.append("console login accepted a tenant key")
+    for route in console_pages.router.routes:
+        path = getattr(route, "path", "")
+        if "GET" not in (getattr(route, "methods", None) or ()):
+            continue
+        report.console_pages_checked += 1
+        url = _fill(path, victims, "job_id")
+        answer = c.get(url, headers=_as(key_b))
+        if answer.status_code == 200 or _leaks(answer.text, victims, url):
+            report.cross_tenant_leaks.append(f"console GET {path} -> {answer.status_code}")
+
+
+def _fresh_redbeat() -> None:
+    """RedBeat keeps its configuration and client on the app: read them again from the conf."""
+    for cached in ("redbeat_conf", REDBEAT_REDIS_KEY):
+        if hasattr(celery_app, cached):
+            delattr(celery_app, cached)
+
+
+@contextmanager
+def deployed() -> Iterator[tuple[TestClient, str]]:
+    server = RedisServer().start()
+    # the Celery app (its queue, RedBeat's schedules) is configured once per process: point it here
+    before = {name: celery_app.conf.get(name) for name in ("broker_url", "redbeat_redis_url")}
+    celery_app.conf.update(broker_url=server.url, redbeat_redis_url=server.url)
+    _fresh_redbeat()
+    try:
+        with api_client(server.url, secrets_key=Fernet.generate_key().decode()) as c:
+            yield c, server.url
+    finally:
+        celery_app.conf.update(before)
+        _fresh_redbeat()
+        server.stop()
+
+
+def walk(c: TestClient, key: str, victims: Victims) -> Report:
+    """Routes, MCP tools and console pages, as ``key``."""
+    report = Report()
+    walk_routes(c, key, victims, report)
+    walk_mcp(c, key, victims, report)
+    walk_console(c, key, victims, report)
+    return report
+
+
+def run() -> Report:
+    with deployed() as (c, redis_url):
+        key_b, victims = seed(c, redis_url)
+        return walk(c, key_b, victims)
+
+
+def main() -> int:
+    report = run()
+    print(json.dumps(report.__dict__))
+    return 1 if report.cross_tenant_leaks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

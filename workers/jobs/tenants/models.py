@@ -1,0 +1,93 @@
+"""A tenant as the operator sees it, its ceilings, and the one-time answer that carries its key."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from config.networks import parse_networks
+from workers.jobs.errors import JobsError
+
+TENANT_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+TenantName = Annotated[str, StringConstraints(pattern=TENANT_NAME)]
+OPERATOR_TENANT = "operator"  # what logs and metrics call the admin token's (single-tenant browserd's) jobs
+KEY_PREFIX = "bdk"  # a tenant key reads bdk_<key id>_<secret>; the key id finds its record
+
+
+def is_tenant_name(value: str) -> bool:
+    return re.fullmatch(TENANT_NAME, value) is not None
+
+
+class TenantLimits(BaseModel):
+    """What the operator lets a tenant's jobs and sessions open, at most (``ceilings``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allowed_networks: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="Private networks the tenant's jobs and sessions may open (CIDRs), inside the operator's "
+        "(BROWSERD_ALLOWED_NETWORKS, or any with BROWSERD_ALLOW_PRIVATE_NETWORKS); default none.")
+    allowed_domains: list[str] | None = Field(
+        None, max_length=256, description="Domains (and subdomains) the tenant's jobs may name; null: any.")
+    max_steps: int | None = Field(None, ge=1, le=1000, description="Most agent steps one job may ask for.")
+    timeout: float | None = Field(None, gt=0, le=86_400, description="Most seconds one job may run.")
+
+    @field_validator("allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        return parse_networks(value)
+
+
+class TenantRequest(BaseModel):
+    """``POST /v1/tenants``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: TenantName = Field(description="Lowercase letters, digits, '-' and '_'; at most 63 characters.")
+    limits: TenantLimits = Field(default_factory=TenantLimits)
+
+
+class TenantInfo(BaseModel):
+    """A tenant as listed: never its key."""
+
+    name: str
+    key_id: str = Field(description="The public part of its current key (bdk_<key_id>_...), to tell keys apart.")
+    created_at: datetime
+    rotated_at: datetime | None = None
+    revoked: bool = False
+    limits: TenantLimits
+
+
+class TenantList(BaseModel):
+    tenants: list[TenantInfo]
+
+
+class TenantKey(TenantInfo):
+    """A tenant with its new key: shown once (create, rotate), kept only hashed."""
+
+    key: str = Field(description="The tenant's bearer key; shown only now.")
+
+
+class TenantStored(TenantInfo):
+    """The record in Redis: the listing plus the key's hash."""
+
+    key_sha256: str
+
+
+class TenantExists(JobsError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"a tenant named {name!r} already exists")
+
+
+class TenantMissing(JobsError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no tenant named {name!r}")
+
+
+class TenantLimitsTooWide(JobsError):
+    """A tenant's ceiling outside the operator's."""
