@@ -480,6 +480,7 @@ async def download_over_cap(stage: Stage) -> bool:
         str(result.steps[0].actions[0].result)
     return refused and not any(name.startswith("download-") for name in kept)
 
+
 # --- tenants (issue 23): a job opening networks for itself, a tenant reading another's ---------
 
 
