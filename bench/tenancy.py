@@ -92,8 +92,10 @@ def seed(c: TestClient, redis_url: str) -> tuple[str, Victims]:
             await redis.aclose()
 
     asyncio.run(recipe())
+    crawl = c.post("/v1/crawls", json={"start_urls": ["https://shop.example/"], "max_pages": 1})
+    assert crawl.status_code == 201, crawl.text  # the operator's: crawls are not owned by tenants yet
     ids = {"job_id": job_a.json()["id"], "batch_id": batch["id"], "schedule_id": schedule["id"],
-           "session_id": "0" * 32}
+           "session_id": "0" * 32, "crawl_id": crawl.json()["id"], "delivery_id": "0" * 32}
     names = {"/credentials/": "victim_shop", "/profiles/": "victim-profile", "/recipes/": "victim-recipe",
              "/tenants/": "acme", "/artifacts/": "result.json"}
     markers = {*ids.values(), job_op, *names.values(), SECRET_VALUE} - {"0" * 32, "result.json"}

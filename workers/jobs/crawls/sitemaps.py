@@ -15,12 +15,14 @@ import zlib
 from dataclasses import dataclass, field
 from xml.etree.ElementTree import ParseError, XMLPullParser
 
+from workers.jobs.errors import JobsError
+
 MAX_BYTES = 50 * 1024 * 1024  # decompressed bytes read at most (sitemaps.org: 50 MB)
 MAX_URLS = 50_000  # entries read at most from one sitemap (sitemaps.org: 50,000)
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-class SitemapError(ValueError):
+class SitemapError(JobsError, ValueError):
     """A sitemap that cannot be read (not XML, a DTD, a broken gzip stream)."""
 
 
