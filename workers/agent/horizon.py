@@ -47,7 +47,7 @@ class HorizonPlan(PlannerOutput):
 @lru_cache(maxsize=32)
 def horizon_tool(horizon: int) -> ToolSpec:
     base = planner_tool().parameters["properties"]
-    props = {name: base[name] for name in ("observation", "done", "final_answer", "outcome")}
+    props = {name: base[name] for name in ("observation", "done", "final_answer", "evidence", "outcome")}
     props["steps"] = {"type": "array", "items": actions_json_schema(), "maxItems": horizon}
     return ToolSpec("HorizonPlan", "Your analysis, and the next actions to run one by one (or the final answer).",
                     {"type": "object", "properties": props, "required": list(props)})
