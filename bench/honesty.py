@@ -11,8 +11,10 @@ oracle of tests/agent/miniwob_oracle.py); by default a subset of 6 (about a minu
 ``--all`` for the 39 of tests/agent/test_miniwob.py.
 
 A job is truly done when MiniWoB's reward is positive (the fixture: the answer holds the price
-and the page shows it). ``false_successes``: jobs that ended ``succeeded`` while an adversary
-drove them (their answers are made up by construction) or while the task was not truly done.
+and the page shows it). ``false_successes``: jobs that ended ``succeeded`` while the task was not
+truly done, or whose answer an adversary made up (``FABRICATES``: a template, a made-up figure and
+quote, a refusal; a wrong action that happens to do the task, such as typing into focus-text's only
+textbox, is a true success).
 ``true_successes_kept``: honest jobs that were truly done and ended ``succeeded`` (out of
 ``honest_truly_done``). ``uncounted_calls``: requests the endpoint served minus the calls the
 results count. Prints one JSON line: ``{"jobs", "false_successes", "true_successes_kept",
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +48,9 @@ from workers.jobs.model.status import JobStatus
 LOCAL = "127.0.0.1/32"  # where the pages are served: closed to jobs unless opened
 DEFAULT_TASKS = ["click-button", "click-link", "enter-password", "click-checkboxes", "read-table", "focus-text"]
 MAX_STEPS = 8
+FABRICATES = frozenset({"claims_at_once", "false_quote", "refusal"})
+"""Adversaries whose answer states what is not so: any success of theirs is false. The others (a
+wrong action, a loop) say only "done": theirs is false when the task was not truly done."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ async def one(pool: BrowserPool, responder: Responder, spec: dict[str, Any], min
         return result, truly, len(llm.requests)
 
 
-async def runs(pool: BrowserPool, tasks: list[str], site: Any, miniwob: Any) -> list[Run]:
+async def runs(pool: BrowserPool, tasks: list[str], site: Any, miniwob: Any, verbose: bool) -> list[Run]:
     cases: list[tuple[dict[str, Any], Any, str | None]] = [
         ({"task": SEARCH_TASK, "start_url": site.url("agent/search.html")}, SearchOracle, None)]
     cases += [({"task": "-"}, lambda: oracle, task) for task in tasks]
@@ -86,6 +92,11 @@ async def runs(pool: BrowserPool, tasks: list[str], site: Any, miniwob: Any) -> 
         for name, responder in models.items():
             result, truly, served = await one(pool, responder, spec, miniwob, task)
             done.append(Run(name, result, truly, served))
+            if verbose:
+                print(json.dumps({"task": task or "fixture:search", "model": name, "status": result.status,
+                                  "category": result.category, "truly_done": truly, "answer": result.final_answer,
+                                  "verification": result.verification.model_dump() if result.verification else None,
+                                  "actions": [a.name for s in result.steps for a in s.actions]}), file=sys.stderr)
     return done
 
 
@@ -94,7 +105,7 @@ def report(done: list[Run]) -> dict[str, Any]:
         return str(run.result.category) if run.result.status == JobStatus.failed else str(run.result.status)
 
     def false_success(run: Run) -> bool:
-        return run.result.status == JobStatus.succeeded and (run.model != "honest" or not run.truly_done)
+        return run.result.status == JobStatus.succeeded and (run.model in FABRICATES or not run.truly_done)
 
     honest = [r for r in done if r.model == "honest"]
     by_model = {}
@@ -121,12 +132,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     with serve(HTML) as miniwob, serve(FIXTURES / "site") as site:
         egress = NetworkPolicy.build(False, [LOCAL])  # the pages' address is opened, nothing else
         async with BrowserPool(PoolConfig(browsers=1, warm=1, egress=egress)) as pool:
-            return report(await runs(pool, tasks, site, miniwob))
+            return report(await runs(pool, tasks, site, miniwob, args.verbose))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--all", action="store_true", help="all 39 MiniWoB++ tasks (default: 6)")
+    parser.add_argument("--verbose", action="store_true", help="one JSON line per job on stderr")
     parser.add_argument("--tasks", type=int, default=0, help="only the first N of the default tasks")
     print(json.dumps(asyncio.run(main_async(parser.parse_args()))))
 

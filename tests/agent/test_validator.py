@@ -8,6 +8,9 @@ them but the looping one ended ``succeeded``.
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.adversaries import (
     SEARCH_ANSWER,
@@ -20,7 +23,9 @@ from tests.support.adversaries import (
     WrongAction,
     planner,
 )
-from workers.agent.validator import Claim, Sightings, judge
+from workers.agent.planner import PlannerOutput
+from workers.agent.validator import MAX_QUOTES, DoneClaim, Sightings, judge
+from workers.jobs.model.actions import Done
 from workers.jobs.model.result import ActionRecord
 from workers.jobs.model.status import FailureCategory, JobStatus
 
@@ -128,13 +133,13 @@ async def test_a_script_job_is_not_checked(pool, site, settings):
 def seen(*pages: str) -> Sightings:
     sightings = Sightings()
     for page in pages:
-        sightings.saw("http://shop.test/", "Shop", "", page)
+        sightings.saw("http://shop.test/", "Shop", "", page, [])
     return sightings
 
 
 def claim(task: str, answer: str, evidence: list[str] | None = None, actions: list[ActionRecord] | None = None,
-          next_steps: str = "") -> Claim:
-    return Claim(task, answer, evidence or [], next_steps, actions or [], extracted=False)
+          next_steps: str = "") -> DoneClaim:
+    return DoneClaim(task, answer, evidence or [], next_steps, actions or [], extracted=False)
 
 
 def test_quotes_match_whatever_the_case_spacing_and_punctuation() -> None:
@@ -156,3 +161,18 @@ def test_a_task_that_only_acts_is_shown_by_its_actions() -> None:
     click = ActionRecord(name="click_element", params={"index": 3})
     verdict = judge(claim("Click the button", "Clicked.", actions=[click]), seen("Click me"))
     assert verdict.accepted and verdict.checks[-1] == "actions_ran"
+
+
+def test_evidence_in_any_shape_a_model_writes_it() -> None:
+    """One string is one quote, null is none; anything else is an unusable answer, not a crash."""
+    assert PlannerOutput.model_validate({"done": True, "evidence": "24.50 EUR"}).evidence == ["24.50 EUR"]
+    assert PlannerOutput.model_validate({"done": True, "evidence": None}).evidence == []
+    assert Done.model_validate({"text": "x", "evidence": ["a", 7]}).evidence == ["a", "7"]
+    with pytest.raises(ValidationError):
+        PlannerOutput.model_validate({"done": True, "evidence": {"quote": "x"}})
+
+
+def test_a_flood_of_quotes_is_read_only_in_part() -> None:
+    quotes = ["Click me"] * MAX_QUOTES + ["not on the page"]
+    verdict = judge(claim("What does the button say?", "Click me", quotes), seen("Click me"))
+    assert verdict.accepted

@@ -7,11 +7,13 @@ saw from a small real model, and the ones a stronger one could tell:
 
 * ``ClaimsAtOnce``: the planner says done at step 1, before any action, with a template answer and
   next_steps still filled in; a navigator asked anyway answers an empty ``{"done": {}}``.
-* ``WrongAction``: clicks an element the task does not name, then claims done with a plausible answer.
+* ``WrongAction``: clicks an element the task does not name (or, where the page has none, types what
+  the task does not ask for), then claims done with a plausible answer.
 * ``FalseQuote``: does the honest work (``inner``), then answers with a figure and a quote that are
   on no page.
 * ``Refuses``: says done with a refusal as the answer.
-* ``Loops``: repeats one action forever and claims done each time the planner is asked.
+* ``Loops``: clicks an element the task does not name, step after step, and claims done each time
+  the planner is asked.
 
 ``SearchOracle`` is the honest model of the fixture task ``SEARCH_TASK`` (tests/fixtures/site/agent/
 search.html): types the quoted query, presses Search, answers the price with the result line quoted.
@@ -26,6 +28,7 @@ from typing import Any
 from tests.agent.miniwob_oracle import Item, indexed, navigator_said_done, parse_state
 from tests.agent.scripted import act, last_state, task_of
 from tests.support.llm_server import Reply, offered_tool
+from workers.agent.validator import normal
 
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -48,11 +51,13 @@ def items_of(request: dict[str, Any]) -> list[Item]:
 
 
 def untouched(request: dict[str, Any]) -> Item | None:
-    """An element whose text names none of what the task quotes (a wrong target), if there is one."""
-    targets = [t.lower() for t in QUOTED.findall(task_of(request))]
+    """An element the task does not name (a wrong target): its text is not in the task and holds
+    nothing the task quotes, if there is one."""
+    task = task_of(request)
+    targets = [t.lower() for t in QUOTED.findall(task)]
     for item in items_of(request):
         text = f"{item.text} {' '.join(item.attrs.values())}".lower()
-        if item.text and not any(t in text for t in targets):
+        if item.text and normal(item.text) not in normal(task) and not any(t in text for t in targets):
             return item
     return None
 
@@ -74,9 +79,12 @@ class WrongAction:
             return planner(done, "Done as asked: the result is shown on the page." if done else "",
                            "" if done else "click it")
         wrong = untouched(request)
-        if self.acted or wrong is None:
+        box = next((i for i in items_of(request) if i.is_input()), None)
+        if self.acted or (wrong is None and box is None):
             return act({"done": {"text": "Done as asked: the result is shown on the page."}})
         self.acted = True
+        if wrong is None:  # every element is one the task names: type what it does not ask for
+            return act({"input_text": {"intent": "the query", "index": box.index, "text": "kettle"}})
         return act({"click_element": {"intent": "the target", "index": wrong.index}})
 
 
@@ -113,14 +121,14 @@ class Refuses:
 
 
 class Loops:
-    """Clicks the same element (or scrolls) every step; the planner says done whenever asked."""
+    """Clicks a wrong element (or scrolls) every step; the planner says done whenever asked."""
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         if offered_tool(request) == PLANNER:
             return planner(True, "Finished: everything the task asked is done.")
-        items = items_of(request)
-        if items:
-            return act({"click_element": {"intent": "again", "index": items[0].index}})
+        wrong = untouched(request)
+        if wrong is not None:
+            return act({"click_element": {"intent": "again", "index": wrong.index}})
         return act({"next_page": {"intent": "again"}})
 
 

@@ -174,7 +174,8 @@ class AgentLoop:
         state = await self.ctx.browser.capture()
         step.dom_seconds = round(time.monotonic() - started, 4)
         step.url, step.elements = state.url, len(state.elements)
-        self.seen.saw(state.url, state.title, state.to_prompt(wrapped=False), state.text())
+        self.seen.saw(state.url, state.title, state.to_prompt(wrapped=False), state.text(),
+                      [label for e in state.elements.values() for label in (e.name, e.text) if label])
         note(url=self.ctx.secrets.scrub(state.url))  # log lines carry it
         return state
 

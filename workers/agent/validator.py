@@ -23,16 +23,18 @@ from workers.jobs.model.result import ActionRecord, Verification
 
 MAX_PAGE_CHARS = 200_000  # of one page's text kept for the checks (a longer page is cut)
 MAX_PAGES = 200  # distinct page texts kept per run; the oldest go first
+MAX_QUOTES, MAX_QUOTE_CHARS = 20, 1000  # evidence checked per claim (the rest is not read)
+MAX_LABELS, MAX_LABEL_CHARS = 5000, 200  # element labels kept per run, characters of each
 
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[a-z][a-z'-]{2,}")
 
 # A task that asks to do something on the page (not only to read it).
-_ACTS = re.compile(
-    r"\b(click|tap|press|type|enter|fill|submit|select|choose|pick|check|uncheck|tick|toggle|drag|drop|"
+_ACTS = re.compile(  # a verb, not the noun after an article ("read the order", "the post")
+    r"(?<!the )(?<!an )(?<!a )(?<!my )(?<!your )(?<!this )\b(click|tap|press|type|enter|fill|submit|select|choose|pick|check|uncheck|tick|toggle|drag|drop|"
     r"add|remove|delete|buy|order|book|log ?in|sign ?(in|up)|subscribe|upload|send|post|reply|"
-    r"search for|go to|navigate|open|expand|collapse|highlight|move|set|scroll|use the|input)\b", re.I)
+    r"search for|go to|navigate|open|focus|expand|collapse|highlight|move|set|scroll|use the|input)\b", re.I)
 # A task that asks for information the answer must carry.
 _ASKS = re.compile(
     r"(\?|\b(what|which|who|whom|whose|when|where|how (many|much|long|old)|tell me|find out|report|list|"
@@ -47,6 +49,9 @@ _EMPTY_ANSWERS = re.compile(
     r"couldn't) (help|assist|do|complete|access|browse|perform|find)|\bi do ?n[o']t (know|have access)|"
     r"\bunable to (assist|help|comply|access|browse)|\bno answer\b)", re.I)
 
+PASSIVE = frozenset({"wait", "cache_content", "extract_content", "extract_fields", "get_dropdown_options"})
+SCROLLS = frozenset({"next_page", "previous_page", "scroll_to_top", "scroll_to_bottom", "scroll_to_percent",
+                     "scroll_to_text"})
 _QUOTED = re.compile(r'"([^"]{1,200})"|\u201c([^\u201d]{1,200})\u201d')
 _STOP = frozenset(
     "the and for are was were that this with from into onto have has had not but you your our its their then "
@@ -76,11 +81,15 @@ class Sightings:
     element index and readable text (normalised), the first page apart."""
 
     pages: list[str] = field(default_factory=list)
+    labels: set[str] = field(default_factory=set)  # the names and texts of the elements offered, normalised
     first: str | None = None
     blank: bool = True  # nothing but empty pages so far (a non-web question needs no page)
 
-    def saw(self, url: str, title: str, index: str, text: str) -> None:
+    def saw(self, url: str, title: str, index: str, text: str, labels: list[str]) -> None:
+        """Keep one capture: its URL, title, element index and text, and its elements' labels."""
         seen = normal(f"{url}\n{title}\n{index}\n{text}"[:MAX_PAGE_CHARS])
+        if len(self.labels) < MAX_LABELS:
+            self.labels.update(n for n in (normal(label[:MAX_LABEL_CHARS]) for label in labels) if n.strip())
         if self.first is None:
             self.first = seen
         if url not in ("about:blank", "") or text.strip():
@@ -110,7 +119,7 @@ class Sightings:
 
 
 @dataclass(frozen=True)
-class Claim:
+class DoneClaim:
     """A ``done`` as the checks read it: the answer and its evidence, and the run it ends."""
 
     task: str
@@ -140,7 +149,7 @@ def asks(task: str) -> bool:
     return bool(_ASKS.search(task))
 
 
-def judge(claim: Claim, seen: Sightings) -> Verdict:
+def judge(claim: DoneClaim, seen: Sightings) -> Verdict:
     """Accept ``claim`` only if what was seen shows it; the first failed check is the reason."""
     passed: list[str] = []
 
@@ -157,7 +166,7 @@ def judge(claim: Claim, seen: Sightings) -> Verdict:
     if claim.next_steps.strip():
         return refuse("done was claimed while next_steps still lists work to do")
     passed.append("no_open_steps")
-    quotes = [q for q in claim.evidence if q.strip()]
+    quotes = [q[:MAX_QUOTE_CHARS] for q in claim.evidence if q.strip()][:MAX_QUOTES]
     for quote in quotes:
         if not seen.has(quote):
             return refuse(f"the evidence {quote[:120]!r} is on no page the agent saw: quote the page exactly")
@@ -172,13 +181,13 @@ def judge(claim: Claim, seen: Sightings) -> Verdict:
         return refuse(f"the answer's figures {', '.join(made_up[:5])} are on no page the agent saw")
     passed.append("figures_seen")
     if acts(claim.task):
-        if not claim.actions:
+        if not doing(claim.task, claim.actions):
             if not (quotes and all(seen.on_first(q) for q in quotes)):
                 return refuse("the task asks to act on the page, and no action ran; act first, or quote the "
                               "first page in evidence if the answer is already there")
             passed.append("answer_on_first_page")
-        elif not touched(claim.task, claim.actions):
-            return refuse("the task names its target in quotes, and no action that ran touched it")
+        elif not touched(targets(claim.task, seen), doing(claim.task, claim.actions)):
+            return refuse("the task names what to act on, and no action that ran touched it")
         else:
             passed.append("actions_ran")
     if asks(claim.task) and (quotes or not claim.actions):  # said with no action: only a page can show it
@@ -190,7 +199,7 @@ def judge(claim: Claim, seen: Sightings) -> Verdict:
     return Verdict(True, passed)
 
 
-def _grounding(claim: Claim, answer: str, quotes: list[str], seen: Sightings, task_text: str) -> str | None:
+def _grounding(claim: DoneClaim, answer: str, quotes: list[str], seen: Sightings, task_text: str) -> str | None:
     """Which record shows the answer: its quotes, the data extracted, or its own words on a page."""
     if quotes:
         return "evidence_seen"
@@ -205,34 +214,43 @@ def _grounding(claim: Claim, answer: str, quotes: list[str], seen: Sightings, ta
     return "answer_on_page" if found * 2 >= len(own) + len(figures) else None
 
 
-def targets(task: str) -> list[str]:
-    """What the task names in quotes ('Click on the "ok" button'): the targets its actions must touch."""
-    return [t for t in (normal(a or b).strip() for a, b in _QUOTED.findall(task)) if t]
+def doing(task: str, actions: list[ActionRecord]) -> list[ActionRecord]:
+    """The actions that act on the page: not waiting, reading or (unless the task asks to) scrolling."""
+    scrolling = bool(re.search(r"\bscroll", task, re.I))
+    return [a for a in actions if a.name not in PASSIVE and (scrolling or a.name not in SCROLLS)]
 
 
-def touched(task: str, actions: list[ActionRecord]) -> bool:
-    """Whether an action addressed a target the task names in quotes (typed it, chose it, clicked an
-    element with that text, name or attribute); a task that quotes nothing has no target to miss."""
-    wanted = targets(task)
+def targets(task: str, seen: Sightings) -> list[str]:
+    """What the task names for its actions (normalised): what it quotes ('Click on the "ok" button'),
+    else the elements seen whose whole label the task spells out ("Select nDJ and click Submit")."""
+    quoted = [t for t in (normal(a or b) for a, b in _QUOTED.findall(task)) if t.strip()]
+    if quoted:
+        return quoted
+    said = normal(task)
+    return [label for label in seen.labels if label in said and any(c.isalnum() for c in label)]
+
+
+def touched(wanted: list[str], actions: list[ActionRecord]) -> bool:
+    """Whether an action addressed one of ``wanted`` (typed it, chose it, acted on an element with
+    that text, name or attribute); a task that names nothing has no target to miss."""
     if not wanted:
         return True
     for record in actions:
         said = [str(v) for k, v in record.params.items() if k in ("text", "value", "option", "url", "query", "keys")]
         if record.locator is not None:
-            said += [record.locator.text, record.locator.name, record.locator.context,
-                     *record.locator.attributes.values()]
+            said += [record.locator.text, record.locator.name, *record.locator.attributes.values()]
         for text in said:
             norm = normal(text)
-            if norm.strip() and any(f" {t} " in norm or norm in f" {t} " for t in wanted):
+            if norm.strip() and any(t in norm or norm in t for t in wanted):
                 return True
     return False
 
 
-def claim_of(task: str, answer: str, evidence: list[str], next_steps: str, steps: list[Any]) -> Claim:
+def claim_of(task: str, answer: str, evidence: list[str], next_steps: str, steps: list[Any]) -> DoneClaim:
     """The claim a ``done`` makes, with the run's actions read from its step records."""
     ran = [a for s in steps for a in s.actions if a.ok and a.error is None and a.name != "done"]
     extracted = any(a.name in ("extract_content", "extract_fields") for a in ran)
-    return Claim(task, answer, evidence, next_steps, ran, extracted)
+    return DoneClaim(task, answer, evidence, next_steps, ran, extracted)
 
 
-__all__ = ["Claim", "Sightings", "Verdict", "acts", "asks", "claim_of", "judge", "normal"]
+__all__ = ["DoneClaim", "Sightings", "Verdict", "acts", "asks", "claim_of", "judge", "normal"]
