@@ -286,8 +286,8 @@ class AgentLoop:
                          [*self.log.steps, step])
         verdict = judge(claim, self.seen)
         step.verification = ctx.verification = verdict.record(self.rejections)
-        log.info("done %s: %s", "accepted" if verdict.accepted else "refused",
-                 ", ".join(verdict.checks) if verdict.accepted else verdict.reason)
+        log.info("done %s: %s", "accepted" if verdict.accepted else "refused",  # the reason may quote the page
+                 ", ".join(verdict.checks) if verdict.accepted else ctx.secrets.scrub(verdict.reason))
         if verdict.accepted:
             return None
         self.rejections += 1

@@ -30,9 +30,11 @@ _NON_WORD = re.compile(r"[^0-9a-z]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[a-z][a-z'-]{2,}")
 
-# A task that asks to do something on the page (not only to read it).
-_ACTS = re.compile(  # a verb, not the noun after an article ("read the order", "the post")
-    r"(?<!the )(?<!an )(?<!a )(?<!my )(?<!your )(?<!this )\b(click|tap|press|type|enter|fill|submit|select|choose|pick|check|uncheck|tick|toggle|drag|drop|"
+# A task that asks to do something on the page (not only to read it): an imperative verb where a
+# clause starts ("Type ..., press Search, and tell me", "to find and click"), not "which page is open?".
+_ACTS = re.compile(
+    r"(?:^|[,;:.!?]\s*|\b(?:and|then|to|please|first|now)\s+)"
+    r"(click|tap|press|type|enter|fill|submit|select|choose|pick|check|uncheck|tick|toggle|drag|drop|"
     r"add|remove|delete|buy|order|book|log ?in|sign ?(in|up)|subscribe|upload|send|post|reply|"
     r"search for|go to|navigate|open|focus|expand|collapse|highlight|move|set|scroll|use the|input)\b", re.I)
 # A task that asks for information the answer must carry.
@@ -232,13 +234,15 @@ def targets(task: str, seen: Sightings) -> list[str]:
 
 def touched(wanted: list[str], actions: list[ActionRecord]) -> bool:
     """Whether an action addressed one of ``wanted`` (typed it, chose it, acted on an element with
-    that text, name or attribute); a task that names nothing has no target to miss."""
+    that text, name, tag, role or attribute: 'Click on a "textarea" widget'); a task that names
+    nothing has no target to miss."""
     if not wanted:
         return True
     for record in actions:
         said = [str(v) for k, v in record.params.items() if k in ("text", "value", "option", "url", "query", "keys")]
         if record.locator is not None:
-            said += [record.locator.text, record.locator.name, *record.locator.attributes.values()]
+            said += [record.locator.text, record.locator.name, record.locator.tag, record.locator.role or "",
+                     *record.locator.attributes.values()]
         for text in said:
             norm = normal(text)
             if norm.strip() and any(t in norm or norm in t for t in wanted):
