@@ -23,6 +23,7 @@ from tests.support.adversaries import (
     WrongAction,
     planner,
 )
+from tests.support.llm_server import Reply
 from workers.agent.planner import PlannerOutput
 from workers.agent.validator import MAX_QUOTES, DoneClaim, Sightings, judge
 from workers.jobs.model.actions import Done
@@ -176,3 +177,14 @@ def test_a_flood_of_quotes_is_read_only_in_part() -> None:
     quotes = ["Click me"] * MAX_QUOTES + ["not on the page"]
     verdict = judge(claim("What does the button say?", "Click me", quotes), seen("Click me"))
     assert verdict.accepted
+
+
+async def test_a_rolling_horizon_claim_is_checked_too(pool, site, llm, settings):
+    """The horizon planner's done is refused the same way, told why, and the job ends unverified."""
+    llm.responder = lambda request: Reply.tool({"observation": "x", "done": True, "outcome": "complete",
+                                                "final_answer": "The price is 19.99 EUR.", "steps": []})
+    result, _, _ = await run(pool, settings, task=SEARCH_TASK, start_url=site.url("agent/search.html"),
+                             options={"strategy": "rolling_horizon"})
+    assert (result.status, result.category) == UNVERIFIED
+    assert "figures 19.99" in result.error and all(s.error is None for s in result.steps[:-1])
+    assert "Replanning: browserd refused the claim of done" in str(llm.requests[1]["messages"])
