@@ -33,10 +33,11 @@ _WORD = re.compile(r"[a-z][a-z'-]{2,}")
 # A task that asks to do something on the page (not only to read it): an imperative verb where a
 # clause starts ("Type ..., press Search, and tell me", "to find and click"), not "which page is open?".
 _ACTS = re.compile(
-    r"(?:^|[,;:.!?]\s*|\b(?:and|then|to|please|first|now)\s+)"
-    r"(click|tap|press|type|enter|fill|submit|select|choose|pick|check|uncheck|tick|toggle|drag|drop|"
-    r"add|remove|delete|buy|order|book|log ?in|sign ?(in|up)|subscribe|upload|send|post|reply|"
-    r"search for|go to|navigate|open|focus|expand|collapse|highlight|move|set|scroll|use the|input)\b", re.I)
+    r"(?:^|[,;:.!?]\s*|\b(?:and|then|to|please|first|now|by)\s+)"
+    r"(click|tap|press|type|enter|fill|submit|select|choose|pick|check|uncheck|tick|toggle|drag|drop|close|"
+    r"add|remove|delete|buy|order|book|log ?in|sign ?(in|up)|subscribe|upload|send|post|reply|switch|mark|"
+    r"search for|go to|navigate|open|focus|expand|collapse|highlight|move|set|scroll|use the|input|copy|paste)"
+    r"(?:ing|s)?\b", re.I)
 # A task that asks for information the answer must carry.
 _ASKS = re.compile(
     r"(\?|\b(what|which|who|whom|whose|when|where|how (many|much|long|old)|tell me|find out|report|list|"
@@ -225,7 +226,10 @@ def doing(task: str, actions: list[ActionRecord]) -> list[ActionRecord]:
 def targets(task: str, seen: Sightings) -> list[str]:
     """What the task names for its actions (normalised): what it quotes ('Click on the "ok" button'),
     else the elements seen whose whole label the task spells out ("Select nDJ and click Submit")."""
-    quoted = [t for t in (normal(a or b) for a, b in _QUOTED.findall(task)) if t.strip()]
+    quoted = [normal(q) if normal(q).strip() else f" {q.strip().lower()} "  # a symbol ("★") as it is
+              for q in (a or b for a, b in _QUOTED.findall(task))
+              if q.strip() and not (len(q.strip()) == 1 and q.strip().isascii() and q.strip().isalpha())]
+    # (one quoted letter draws an icon, not a label: 'clicking the "x"' is the button named Close)
     if quoted:
         return quoted
     said = normal(task)
@@ -244,9 +248,9 @@ def touched(wanted: list[str], actions: list[ActionRecord]) -> bool:
             said += [record.locator.text, record.locator.name, record.locator.tag, record.locator.role or "",
                      *record.locator.attributes.values()]
         for text in said:
-            norm = normal(text)
-            if norm.strip() and any(t in norm or norm in t for t in wanted):
-                return True
+            for norm in (normal(text), f" {text.strip().lower()} "):
+                if norm.strip() and any(t in norm or norm in t for t in wanted):
+                    return True
     return False
 
 
