@@ -107,6 +107,10 @@ def print_job(job: dict[str, Any]) -> None:
     result = job.get("result") or {}
     if result.get("final_answer"):
         print(f"answer: {result['final_answer']}")
+    check = result.get("verification") or {}
+    if check:  # why the models' claim of done was accepted, or refused
+        print(f"verified: {', '.join(check.get('checks') or [])}" if check.get("accepted")
+              else f"not verified: {check.get('reason')}")
     if result.get("data") is not None:
         print("data: " + json.dumps(result["data"], default=str))
 

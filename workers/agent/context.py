@@ -16,6 +16,7 @@ from workers.agent.outcome import Outcome
 from workers.agent.pause import PauseGate
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import Telemetry
+from workers.jobs.model.result import Verification
 from workers.jobs.model.spec import JobSpec
 
 
@@ -52,6 +53,8 @@ class JobContext:
     final_answer: str | None = None
     success: bool | None = None
     outcome: Outcome | None = None  # what the navigator's last done said, until the planner rules on it
+    evidence: list[str] = field(default_factory=list)  # the quotes the navigator's last done gave
+    verification: Verification | None = None  # how the run's accepted (or last refused) claim was checked
     findings: Findings = field(default_factory=Findings)
     usage: Usage = field(default_factory=Usage)
     events: Events = field(default_factory=Events)
@@ -71,7 +74,8 @@ class JobContext:
     def next_run(self, task: str, events: Events) -> None:
         """Start a follow-up: same browser, models and memory notes; its own answer, data and events."""
         self.task_text = task
-        self.data = self.final_answer = self.success = self.outcome = None
+        self.data = self.final_answer = self.success = self.outcome = self.verification = None
+        self.evidence = []
         self.findings = Findings(notes=list(self.findings.notes))
         self.usage = Usage()
         self.events = events

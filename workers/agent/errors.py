@@ -210,6 +210,15 @@ class TaskNotDone(AgentError):
         super().__init__(f"{explanation}: {detail[:300]}" if detail else explanation)
 
 
+class Unverified(AgentError):
+    """The models claimed the task done, and browserd could not show it from what the run recorded
+    (workers/agent/validator.py), after the agent was told why and given more steps."""
+
+    def __init__(self, reason: str, rejections: int) -> None:
+        self.reason, self.rejections = reason, rejections
+        super().__init__(f"the claimed success could not be verified ({rejections} claims refused): {reason}")
+
+
 class EgressUnavailable(AgentError):
     """The lease has no gate on the egress proxy, so the job's policy could not be enforced on
     everything its browser does; the job does not start (default-deny)."""

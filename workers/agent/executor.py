@@ -9,6 +9,7 @@ fails after ``max_failures`` in a row, or after ``max_steps``. Errors that retry
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from workers.agent.errors import (
     MaxStepsReached,
     StepTimeout,
     TaskNotDone,
+    Unverified,
 )
 from workers.agent.events import Actor, ExecutionState
 from workers.agent.llm import Answer, LLMReply
@@ -43,9 +45,14 @@ from workers.agent.outcome import EXPLANATIONS, Outcome
 from workers.agent.planner import PlannerOutput, plan
 from workers.agent.prompts import SECURITY_RULES, navigator_system
 from workers.agent.recorder import StepLog
+from workers.agent.validator import Sightings, claim_of, judge
 from workers.agent.vision import WITHHELD, Screenshot, look
 from workers.jobs.model.result import StepRecord
 from workers.jobs.model.spec import JobSpec
+
+log = logging.getLogger("browserd.agent")
+
+MAX_REJECTIONS = 2  # claims of done refused (the agent told why) before the next refused one ends the job
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,8 @@ class AgentLoop:
         self.last_failure: AgentError | None = None  # the error of the last failed step
         self.navigator_done = False
         self.summarized_through = first_step - 1  # the last step a procedural-memory summary covers
+        self.seen = Sightings()  # every page the loop captured: what a claim of done is checked against
+        self.rejections = 0  # claims of done the checks refused so far
 
     async def run(self) -> None:
         for number in range(self.first_step, self.first_step + self.options.max_steps):
@@ -173,6 +182,8 @@ class AgentLoop:
         state = await self.ctx.browser.capture()
         step.dom_seconds = round(time.monotonic() - started, 4)
         step.url, step.elements = state.url, len(state.elements)
+        self.seen.saw(state.url, state.title, state.to_prompt(wrapped=False), state.text(),
+                      [label for e in state.elements.values() for label in (e.name, e.text) if label])
         note(url=self.ctx.secrets.scrub(state.url))  # log lines carry it
         return state
 
@@ -259,13 +270,42 @@ class AgentLoop:
         output = answer.output
         self._charge(step, answer.reply, images=self.planner_sees_images)
         step.plan = output.model_dump(mode="json")
-        self.messages.add_plan(step.plan)
+        refused = self._refused(step, output)
+        self.messages.add_plan(step.plan if refused is None else refused_plan(step.plan, refused))
         await events.emit(Actor.planner, ExecutionState.STEP_OK, output.observation)
+        if refused is not None:
+            await events.emit(Actor.planner, ExecutionState.NEXT_STEPS, f"done refused: {refused}")
+            return False
         if output.done:
             await events.emit(Actor.planner, ExecutionState.FINAL_ANSWER, output.final_answer)
         elif output.next_steps:
             await events.emit(Actor.planner, ExecutionState.NEXT_STEPS, output.next_steps)
         return self._confirmed(output)
+
+    def _refused(self, step: StepRecord, output: PlannerOutput) -> str | None:
+        """Why a claim that the task is complete is refused (None: no such claim, or it is shown).
+
+        The claim is checked against what the run recorded (``workers.agent.validator``), never on
+        the model's word; a refusal is told to the agent, which goes on, until ``MAX_REJECTIONS``
+        refusals (or the last step): then the job ends ``unverified``."""
+        ctx = self.ctx
+        if not output.done or self._outcome(output) is not Outcome.complete:
+            return None
+        answer = output.final_answer or ctx.final_answer or ""
+        claim = claim_of(ctx.task, answer, [*output.evidence, *ctx.evidence], output.next_steps,
+                         [*self.log.steps, step])
+        verdict = judge(claim, self.seen)
+        step.verification = ctx.verification = verdict.record(self.rejections)
+        log.info("done %s: %s", "accepted" if verdict.accepted else "refused",  # the reason may quote the page
+                 ", ".join(verdict.checks) if verdict.accepted else ctx.secrets.scrub(verdict.reason))
+        if verdict.accepted:
+            return None
+        self.rejections += 1
+        ctx.outcome, ctx.evidence = None, []
+        if self.rejections > MAX_REJECTIONS or self.nth(step) == self.options.max_steps:
+            ctx.final_answer = answer or None
+            raise Unverified(verdict.reason, self.rejections)
+        return verdict.reason
 
     @property
     def planner_sees_images(self) -> bool:
@@ -285,10 +325,14 @@ class AgentLoop:
             ctx.outcome = None  # the navigator's claim is overruled: it goes on
             return False
         ctx.final_answer = output.final_answer or ctx.final_answer
-        outcome = output.outcome if output.outcome is not Outcome.complete else (ctx.outcome or Outcome.complete)
+        outcome = self._outcome(output)
         if outcome is not Outcome.complete:
             raise TaskNotDone(outcome, EXPLANATIONS[outcome], ctx.final_answer or "")
         return True
+
+    def _outcome(self, output: PlannerOutput) -> Outcome:
+        """How a done ends the task: the planner's reason, else the navigator's, else complete."""
+        return output.outcome if output.outcome is not Outcome.complete else (self.ctx.outcome or Outcome.complete)
 
     async def _act(self, step: StepRecord, output: NavigatorOutput, url_seen: str) -> AgentError | None:
         """Run the answer's actions in order; returns the failure that stopped them, if any."""
@@ -356,3 +400,10 @@ class AgentLoop:
         self.failures += 1
         self.last_failure = error
         step.error = str(error)
+
+
+def refused_plan(plan: dict[str, Any], reason: str) -> dict[str, Any]:
+    """The plan as the navigator reads it after its claim of done was refused: not done, and why."""
+    return {**plan, "done": False, "final_answer": "",
+            "next_steps": f"browserd refused the claim that the task is done: {reason}. Continue the task; "
+                          "when it is really done, put exact quotes from the page in evidence."}

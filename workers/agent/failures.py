@@ -47,6 +47,7 @@ from workers.agent.errors import (
     ResourceLimit,
     StepTimeout,
     TaskNotDone,
+    Unverified,
     URLBlocked,
 )
 from workers.agent.profiles import ProfileUnavailable
@@ -96,6 +97,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     HostUnresolved: FailureCategory.dns_error,
     ActionError: FailureCategory.action_error,
     InvalidOutput: FailureCategory.invalid_output,
+    Unverified: FailureCategory.unverified,  # a claimed success the run does not show
     ResultTooLarge: FailureCategory.invalid_output,
     SchemaCheckExpired: FailureCategory.invalid_output,  # the data could not be shown valid in time
     ProxyFailed: FailureCategory.proxy_error,

@@ -47,7 +47,7 @@ class HorizonPlan(PlannerOutput):
 @lru_cache(maxsize=32)
 def horizon_tool(horizon: int) -> ToolSpec:
     base = planner_tool().parameters["properties"]
-    props = {name: base[name] for name in ("observation", "done", "final_answer", "outcome")}
+    props = {name: base[name] for name in ("observation", "done", "final_answer", "evidence", "outcome")}
     props["steps"] = {"type": "array", "items": actions_json_schema(), "maxItems": horizon}
     return ToolSpec("HorizonPlan", "Your analysis, and the next actions to run one by one (or the final answer).",
                     {"type": "object", "properties": props, "required": list(props)})
@@ -75,10 +75,12 @@ class HorizonLoop(AgentLoop):
             self.planned_on = (ctx.browser.page.target_id, state.url)
         if not self.queue:  # the plan failed or held no steps; counted as a failure by _plan or here
             self.messages.reduce_last_state(summary)
-            if step.error is None:
+            refused = step.verification is not None and not step.verification.accepted  # bounded on its own
+            if step.error is None and not refused:
                 self._failed(step, LLMOutputError("the plan has no steps and the task is not done"))
                 self.results = [ActionReport(False, "the plan has no steps and the task is not done")]
-            self.why = "the last plan could not be used"
+            self.why = f"browserd refused the claim of done: {step.verification.reason}" if refused else \
+                "the last plan could not be used"
             return False
         next_action = self.queue.pop(0)
         self.messages.reduce_last_state(summary)

@@ -167,6 +167,7 @@ class JobSession:
         if ctx is not None:
             result.final_answer = result.final_answer or ctx.final_answer
             result.data = ctx.data if result.data is None else result.data
+            result.verification = result.verification or ctx.verification
         await self.recorder.finish(result, list(self.lease.downloads.items))
         if ctx is not None:
             result.downloads = ctx.browser.downloads(self.recorder.download_links)

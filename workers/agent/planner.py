@@ -13,6 +13,7 @@ from workers.agent.llm import Answer, ToolSpec, call_structured, charged
 from workers.agent.messages import MessageManager
 from workers.agent.outcome import Outcome
 from workers.agent.prompts import SECURITY_RULES, planner_system
+from workers.jobs.model.actions import evidence_list
 
 
 class PlannerOutput(BaseModel):
@@ -23,6 +24,9 @@ class PlannerOutput(BaseModel):
     done: bool = False
     next_steps: str = ""
     final_answer: str = ""
+    evidence: list[str] = Field(default_factory=list, description=(
+        "when done: exact quotes from the pages the agent saw (text, figures, the URL) that show the final answer "
+        "or that the task was done"))
     reasoning: str = ""
     web_task: bool = True
     outcome: Outcome = Field(Outcome.complete, description=(
@@ -33,6 +37,11 @@ class PlannerOutput(BaseModel):
     @classmethod
     def _outcome(cls, value: Any) -> Any:
         return Outcome.complete if value in (None, "") else str(value).strip().lower()
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _evidence(cls, value: Any) -> Any:
+        return evidence_list(value) or []
 
     @field_validator("observation", "challenges", "next_steps", "final_answer", "reasoning", mode="before")
     @classmethod

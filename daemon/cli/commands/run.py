@@ -119,6 +119,8 @@ async def _show_step(step: Any) -> None:
           f"{names}  {step.url or ''}", flush=True)
     if step.error:
         print(f"          error: {step.error}", flush=True)
+    if step.verification is not None and not step.verification.accepted:
+        print(f"          done refused: {step.verification.reason}", flush=True)
 
 
 def _print(result: Any) -> None:
@@ -127,6 +129,9 @@ def _print(result: Any) -> None:
         print(f"error: {result.error}")
     if result.final_answer:
         print(f"final answer: {result.final_answer}")
+    if result.verification is not None:  # why the models' claim of done was accepted, or refused
+        v = result.verification
+        print(f"verified: {', '.join(v.checks)}" if v.accepted else f"not verified: {v.reason}")
     if result.data is not None:
         print("data: " + json.dumps(result.data, ensure_ascii=False, indent=2))
     t = result.totals

@@ -47,6 +47,7 @@ async def done(ctx: JobContext, p: Done) -> ActionResult:
     ctx.final_answer = p.text
     ctx.success = p.success
     ctx.outcome = p.outcome
+    ctx.evidence = list(p.evidence or [])
     return ActionResult(p.text, done=True)
 
 

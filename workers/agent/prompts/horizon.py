@@ -20,14 +20,16 @@ JSON and nothing else):
 {{"observation": "what the state shows and how far the task has come",
   "done": true or false,
   "final_answer": "the complete answer (only when done)",
+  "evidence": ["exact quotes from the pages that show the answer (only when done)"],
   "outcome": "complete, incomplete, login_required, refused or blocked_by_site (only read when done)",
   "steps": [{{"action_name": {{"intent": "why", ...parameters}}}}, ...]}}
 - "steps": the next actions, at most {horizon}, each with one action name; use only indexes of the
   current state. Plan only as far as the page is known: after an action that changes the page
   (a link, a submit), stop the list there.
 - Use the done action as the last step once the whole task is complete; then, asked again, set
-  "done" true with the complete answer in "final_answer" (exact values from the pages only) and
-  an empty "steps".
+  "done" true with the complete answer in "final_answer" (exact values from the pages only),
+  exact quotes from the pages that show it in "evidence", and an empty "steps". browserd checks
+  a claim of done against the pages seen and the actions run, and refuses what they do not show.
 - "outcome" says honestly how the task ended. Never report a task as complete when it is not:
   "login_required" (the site asks to sign in and the task gives no credentials), "refused"
   (a harmful or disallowed task), "blocked_by_site" (a captcha or bot wall: never try to solve

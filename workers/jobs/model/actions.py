@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from workers.jobs.model.locators import Locator
 from workers.jobs.model.result import ActionRecord
@@ -178,10 +178,17 @@ class CacheContent(ActionParams):
 class Done(ActionParams):
     text: str = Field("", description="the answer to the task, with everything found")
     success: bool = Field(True, description="false if the task could not be fully completed")
+    evidence: list[str] | None = Field(None, description=(
+        "exact quotes from the pages (text, figures, the URL) that show the answer or that the task was done"))
     reason: Outcome | None = Field(None, description=(
         "when success is false, why: incomplete (gave up or out of steps; text holds what was found), "
         "login_required (the site asks to sign in and the task gives no credentials), refused (harmful or "
         "disallowed task), blocked_by_site (captcha or bot wall)"))
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _evidence(cls, value: Any) -> Any:
+        return evidence_list(value)
 
     @property
     def outcome(self) -> Outcome:
@@ -189,6 +196,20 @@ class Done(ActionParams):
         if self.reason is not None and self.reason is not Outcome.complete:
             return self.reason
         return Outcome.complete if self.success else Outcome.incomplete
+
+
+def evidence_list(value: Any) -> Any:
+    """A model's evidence as a list of quotes: one string is one quote, none is none (models write
+    all three shapes; the checks read a list)."""
+    if value is None:
+        return None
+    if value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v if isinstance(v, str) else str(v) for v in value if v is not None]
+    return value
 
 
 class ExtractContent(ActionParams):

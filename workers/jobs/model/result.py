@@ -68,6 +68,18 @@ class NavigatorBrain(BaseModel):
     next_goal: str = Field("", description="What the model means to do with this step's actions.")
 
 
+class Verification(BaseModel):
+    """How browserd checked a model's claim that the task is done (workers/agent/validator.py):
+    a success is accepted only when what the run recorded shows it, not on the model's word."""
+
+    accepted: bool
+    checks: list[str] = Field(default_factory=list, description="The checks the claim passed, in order: "
+                              "answer_given, not_boilerplate, no_open_steps, evidence_seen, figures_seen, "
+                              "direct_answer, answer_on_first_page, actions_ran, data_extracted, answer_on_page.")
+    reason: str | None = Field(None, description="Why the claim was refused (told to the model), when it was.")
+    rejections: int = Field(0, description="Claims of this run refused before this one.")
+
+
 class StepRecord(BaseModel):
     """One executor step; also the payload of a step event in the job's stream."""
 
@@ -89,6 +101,7 @@ class StepRecord(BaseModel):
     error: str | None = None
     screenshot: str | None = Field(None, description="API path of the screenshot taken at the end of this step.")
     replayed: bool = Field(False, description="Run from a recipe with no LLM (false: an agent or script step).")
+    verification: Verification | None = Field(None, description="The check of the done claimed at this step.")
 
 
 class JobTotals(BaseModel):
@@ -116,6 +129,8 @@ class JobResult(BaseModel):
         None, description="Set when final answer, data and steps were too large for the record "
         "(BROWSERD_ARTIFACT_INLINE_BYTES): the API path of result.json holding them; GET /v1/jobs/{id} fills them in.")
     totals: JobTotals = Field(default_factory=JobTotals)
+    verification: Verification | None = Field(
+        None, description="Why an agent's success was accepted (or its last claim refused): the checks it passed.")
     started_at: datetime | None = None
     finished_at: datetime | None = None
 

@@ -50,6 +50,7 @@ class FailureCategory(StrEnum):
     login_required = "login_required"  # the site asks to sign in and the task gives no credentials
     refused = "refused"  # the task is harmful or disallowed
     blocked_by_site = "blocked_by_site"  # a captcha or bot wall stopped the agent
+    unverified = "unverified"  # the models said done, but what the run recorded does not show it (never a success)
     proxy_error = "proxy_error"  # the job's own proxy was unreachable, refused its credentials or spoke nonsense
     # what the job names does not exist (any more): the tenant's mistake, not browserd's
     profile_missing = "profile_missing"  # the auth profile it starts from
