@@ -10,6 +10,7 @@ it publishes tasks by name.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -42,7 +43,7 @@ from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.metrics import MetricsApp
 from workers.jobs.queue.app import broker_url
 from workers.jobs.queue.limits import check_limits
-from workers.jobs.store.connection import connect
+from workers.jobs.store.connection import API_CONNECT_TIMEOUT, API_RETRIES, connect
 from workers.jobs.store.jobs import WORKER_FRESH_SECONDS, JobStore
 
 
@@ -56,6 +57,8 @@ class Ready(Health):
         None, description="Each isolation layer of the workers' browsers (docs/security.md): true when every live "
                           "worker that reports it has it (a worker says why one is off in its log and `browserd doctor`).")
 
+
+READY_CHECK_SECONDS = 2.0  # /readyz's Redis checks, all told: a probe must not hang with Redis
 
 health = APIRouter()
 
@@ -71,14 +74,16 @@ async def readyz(store: Store) -> Ready:
     """Redis answers and at least one worker sent a heartbeat recently; ``isolation`` says which layers
     the workers' browsers have (docs/security.md)."""
     try:
-        await store.redis.ping()
+        async with asyncio.timeout(READY_CHECK_SECONDS):  # a probe answers in time, whatever Redis does
+            await store.redis.ping()
+            workers = await store.live_workers()
+            isolation = await store.worker_isolation(workers) if workers else None
     except Exception as exc:
         raise ApiError(503, "not_ready", f"Redis is unreachable ({type(exc).__name__}); check BROWSERD_REDIS_URL") from None
-    workers = await store.live_workers()
     if not workers:
         raise ApiError(503, "not_ready", f"no worker sent a heartbeat in the last {WORKER_FRESH_SECONDS:g}s; "
                        "start one with 'browserd worker'")
-    return Ready(status="ready", workers=len(workers), isolation=await store.worker_isolation(workers))
+    return Ready(status="ready", workers=len(workers), isolation=isolation)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -88,7 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.store = JobStore(connect(settings.redis_url or ""), result_ttl=settings.result_ttl)
+        app.state.store = JobStore(connect(settings.redis_url or "", retries=API_RETRIES, connect_timeout=API_CONNECT_TIMEOUT),
+                                   result_ttl=settings.result_ttl)
         try:
             async with mcp.running():
                 yield
