@@ -22,6 +22,7 @@ import daemon.api.artifacts as artifacts
 import daemon.api.batches as batches
 import daemon.api.crawls as crawls
 import daemon.api.credentials as credentials
+import daemon.api.docs_page as docs_page
 import daemon.api.profiles as profiles
 import daemon.api.errors as errors
 import daemon.api.jobs as jobs
@@ -106,6 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Run LLM browser agents at scale on pooled headless Chromium.",
         lifespan=lifespan,
+        docs_url=None, redoc_url=None,  # docs_page: the same Swagger UI without a CDN
     )
     app.state.settings = settings
     app.state.artifacts = ArtifactStore.from_settings(settings)
@@ -125,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(profiles.router)
     app.include_router(recipes.router)
     app.include_router(health)
+    docs_page.mount(app)
     app.add_middleware(RequestMetrics)
     console.mount(app, settings)  # the web console at /ui, same token
     mcp = mcp_http.mount(app, settings)  # MCP over streamable HTTP at /mcp, same token
