@@ -201,7 +201,8 @@ class Settings(BaseSettings):
         "print(Fernet.generate_key().decode())'. Unset: jobs cannot carry secrets and there are no auth profiles.",
     )
     metrics_port: int = Field(
-        9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on; 0 picks a free port."
+        9464, ge=0, le=65535, description="Port a worker serves its Prometheus metrics on; 0 picks a free port. Taken (a second worker "
+        "on the host): the worker serves on a free port, logs which, and reports it in its heartbeat (browserd doctor)."
     )
     metrics_host: str = Field(
         "127.0.0.1", description="Address a worker serves its Prometheus metrics on. Loopback by default: "

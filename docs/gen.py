@@ -59,7 +59,8 @@ API_INTRO = """\
 {notice}
 
 `browserd serve` answers on `BROWSERD_API_HOST:BROWSERD_API_PORT` (default `127.0.0.1:8080`). The
-same schema is served at `/openapi.json`; this page is written from it.
+same schema is served at `/openapi.json` (browsable at `/docs`, Swagger UI served by the API itself: it works
+offline); this page is written from it.
 
 - **Auth.** Every `/v1` route needs `Authorization: Bearer $BROWSERD_API_TOKEN` when a token is set;
   `serve` refuses to listen on a non-loopback address without one (see [Security](../security.md)).

@@ -4,6 +4,7 @@ neither the agent nor the pool: here their typed events become its series)."""
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -21,15 +22,25 @@ def serve_metrics(settings: Settings, node: str) -> Any | None:
     """Serve this process's metrics on BROWSERD_METRICS_HOST:BROWSERD_METRICS_PORT (0: any free port), named by its Celery
     ``node`` (``browserd_worker_info{worker}``); None if it cannot bind.
 
-    A port already taken (two workers on one host with the same setting) costs the metrics of
-    this worker, not the worker: it logs why and runs on. The bound port is in ``server.server_port``
-    and in the worker's heartbeat record (``metrics_port``).
+    The port taken already (a second worker on one host with the same setting) moves this worker's
+    metrics to a free port, logged, so "as many workers as you like" holds: the bound port is in
+    ``server.server_port``, the worker's heartbeat record (``metrics_port``) and ``browserd doctor``.
+    Any other failure costs the metrics of this worker, not the worker: it logs why and runs on.
     """
+    port = settings.metrics_port
     try:
-        return start_worker_metrics_server(settings.metrics_port, settings.metrics_host, node=node)
+        try:
+            return start_worker_metrics_server(port, settings.metrics_host, node=node)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or port == 0:
+                raise
+        server = start_worker_metrics_server(0, settings.metrics_host, node=node)
+        log.warning("worker metrics: port %s is taken (another worker on this host?); serving on %s:%s instead "
+                    "(set BROWSERD_METRICS_PORT per worker to choose)", port, settings.metrics_host, server.server_port)
+        return server
     except OSError as exc:
         log.warning("worker metrics not served: %s port %s: %s (set BROWSERD_METRICS_PORT per worker, or 0)",
-                    settings.metrics_host, settings.metrics_port, exc)
+                    settings.metrics_host, port, exc)
         return None
 
 

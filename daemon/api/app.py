@@ -10,6 +10,7 @@ it publishes tasks by name.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,6 +22,7 @@ import daemon.api.artifacts as artifacts
 import daemon.api.batches as batches
 import daemon.api.crawls as crawls
 import daemon.api.credentials as credentials
+import daemon.api.docs_page as docs_page
 import daemon.api.profiles as profiles
 import daemon.api.errors as errors
 import daemon.api.jobs as jobs
@@ -44,7 +46,7 @@ from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.metrics import MetricsApp
 from workers.jobs.queue.app import broker_url
 from workers.jobs.queue.limits import check_limits
-from workers.jobs.store.connection import connect
+from workers.jobs.store.connection import API_CONNECT_TIMEOUT, API_RETRIES, connect
 from workers.jobs.store.jobs import WORKER_FRESH_SECONDS, JobStore
 
 
@@ -58,6 +60,8 @@ class Ready(Health):
         None, description="Each isolation layer of the workers' browsers (docs/security.md): true when every live "
                           "worker that reports it has it (a worker says why one is off in its log and `browserd doctor`).")
 
+
+READY_CHECK_SECONDS = 2.0  # /readyz's Redis checks, all told: a probe must not hang with Redis
 
 health = APIRouter()
 
@@ -73,14 +77,16 @@ async def readyz(store: Store) -> Ready:
     """Redis answers and at least one worker sent a heartbeat recently; ``isolation`` says which layers
     the workers' browsers have (docs/security.md)."""
     try:
-        await store.redis.ping()
+        async with asyncio.timeout(READY_CHECK_SECONDS):  # a probe answers in time, whatever Redis does
+            await store.redis.ping()
+            workers = await store.live_workers()
+            isolation = await store.worker_isolation(workers) if workers else None
     except Exception as exc:
         raise ApiError(503, "not_ready", f"Redis is unreachable ({type(exc).__name__}); check BROWSERD_REDIS_URL") from None
-    workers = await store.live_workers()
     if not workers:
         raise ApiError(503, "not_ready", f"no worker sent a heartbeat in the last {WORKER_FRESH_SECONDS:g}s; "
                        "start one with 'browserd worker'")
-    return Ready(status="ready", workers=len(workers), isolation=await store.worker_isolation(workers))
+    return Ready(status="ready", workers=len(workers), isolation=isolation)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -90,7 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.store = JobStore(connect(settings.redis_url or ""), result_ttl=settings.result_ttl)
+        app.state.store = JobStore(connect(settings.redis_url or "", retries=API_RETRIES, connect_timeout=API_CONNECT_TIMEOUT),
+                                   result_ttl=settings.result_ttl)
         try:
             async with mcp.running():
                 yield
@@ -102,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Run LLM browser agents at scale on pooled headless Chromium.",
         lifespan=lifespan,
+        docs_url=None, redoc_url=None,  # docs_page: the same Swagger UI without a CDN
     )
     app.state.settings = settings
     app.state.artifacts = ArtifactStore.from_settings(settings)
@@ -123,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(webhooks.router)
     app.include_router(tenants.router)
     app.include_router(health)
+    docs_page.mount(app)
     app.add_middleware(RequestMetrics)
     console.mount(app, settings)  # the web console at /ui, same token
     mcp = mcp_http.mount(app, settings)  # MCP over streamable HTTP at /mcp, same token (or a tenant key)

@@ -2,16 +2,19 @@
 
 Starts what is missing (redis-server when BROWSERD_REDIS_URL is unset, one worker, the API),
 serves the demo shop, submits one job per product as a batch through the API, follows it with
-the progress bar, prints the results and a few metrics, and stops everything it started.
+the progress bar, prints the results and a few metrics, and stops everything it started (with
+``--keep``, only on Ctrl-C: meanwhile the console, the API and the metrics stay up to try).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
 import sys
 import urllib.request
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from config import Settings
@@ -41,7 +44,7 @@ def _terminate(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run_demo(settings: Settings, out: TextIO = sys.stdout) -> int:
+def run_demo(settings: Settings, out: TextIO = sys.stdout, *, keep: bool = False) -> int:
     """0 when the batch completed with every job succeeded, else 1 (2 when a service would not start)."""
     previous = signal.signal(signal.SIGTERM, _terminate)  # stop everything on SIGTERM too, not only Ctrl-C
     # Ctrl-C stops everything even when the demo was started with SIGINT ignored (a shell without
@@ -49,7 +52,7 @@ def run_demo(settings: Settings, out: TextIO = sys.stdout) -> int:
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     services = Services()
     try:
-        return _run(settings, services, out)
+        return _run(settings, services, out, keep)
     except ServiceError as exc:
         print(f"browserd demo: {exc}", file=sys.stderr)
         return 2
@@ -63,7 +66,7 @@ def run_demo(settings: Settings, out: TextIO = sys.stdout) -> int:
         print("stopped the demo's worker, API" + ("" if settings.redis_url else " and redis-server"), file=sys.stderr)
 
 
-def _run(settings: Settings, services: Services, out: TextIO) -> int:
+def _run(settings: Settings, services: Services, out: TextIO, keep: bool) -> int:
     redis_url = settings.redis_url
     if redis_url:
         print(f"using Redis at {mask_url(redis_url)} (BROWSERD_REDIS_URL)", file=sys.stderr)
@@ -103,11 +106,43 @@ def _run(settings: Settings, services: Services, out: TextIO) -> int:
         record = follow_batch(lambda: client.batch(submitted.id), interval=0.3)
         batch = record.model_dump(mode="json")
         rows = [line.model_dump(mode="json") for line in client.results(submitted.id)]
-    print_table(rows, out)
-    print_metrics(api_url, metrics_port, out)
-    counts = batch["counts"]
-    print(f"\n{counts['succeeded']} of {batch['total']} jobs succeeded, {counts['failed']} failed", file=out)
-    return 0 if record.state is BatchState.completed and counts["succeeded"] == batch["total"] else 1
+        print_table(rows, out)
+        print_metrics(api_url, metrics_port, out, kept=keep)
+        counts = batch["counts"]
+        print(f"\n{counts['succeeded']} of {batch['total']} jobs succeeded, {counts['failed']} failed", file=out)
+        code = 0 if record.state is BatchState.completed and counts["succeeded"] == batch["total"] else 1
+        if keep:
+            print_kept(Kept(api_url=api_url, token=token, batch_id=submitted.id, shop=site.url("/catalogue")), out)
+            wait_for_interrupt()
+    return code
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What ``--keep`` leaves up, as the newcomer will use it."""
+
+    api_url: str
+    token: str
+    batch_id: str
+    shop: str
+
+
+def print_kept(kept: Kept, out: TextIO) -> None:
+    print(f"\nThe demo stays up until Ctrl-C:\n"
+          f"  console  {kept.api_url}/ui/?token={kept.token}\n"
+          f"  API      {kept.api_url} (token {kept.token}; browse it at {kept.api_url}/docs)\n"
+          f"  shop     {kept.shop}\n"
+          f"Try, in another shell:\n"
+          f"  export BROWSERD_API_URL={kept.api_url} BROWSERD_API_TOKEN={kept.token}\n"
+          f"  browserd results {kept.batch_id}     # this batch's results as JSON lines\n"
+          f"  browserd jobs                        # the jobs, newest first", file=out, flush=True)
+
+
+def wait_for_interrupt() -> None:
+    """Until Ctrl-C or SIGTERM (both raise KeyboardInterrupt here); then the demo stops everything."""
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            signal.pause()
 
 
 def print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
@@ -124,10 +159,14 @@ def print_table(rows: list[dict[str, Any]], out: TextIO) -> None:
             print("  ".join("-" * w for w in widths), file=out)
 
 
-def print_metrics(api_url: str, metrics_port: int, out: TextIO) -> None:
+def print_metrics(api_url: str, metrics_port: int, out: TextIO, *, kept: bool = False) -> None:
     worker_url = f"http://127.0.0.1:{metrics_port}/metrics"
-    print(f"\nPrometheus metrics: {api_url}/metrics (jobs, queues, workers) and {worker_url} (the worker's "
-          "jobs, steps, pool, LLM); a few of them:", file=out)
+    if kept:
+        print(f"\nPrometheus metrics: {api_url}/metrics (jobs, queues, workers) and {worker_url} (the worker's "
+              "jobs, steps, pool, LLM); a few of them:", file=out)
+    else:  # no URL: the demo stops these processes as it ends
+        print("\nPrometheus metrics, read from the API's /metrics and the worker's before the demo stops them "
+              "(browserd demo --keep keeps them up); a few of them:", file=out)
     for url, shown in ((worker_url, WORKER_METRICS), (api_url + "/metrics", DAEMON_METRICS)):
         try:
             with urllib.request.urlopen(url, timeout=5) as reply:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,8 @@ def test_demo_runs_to_completion_and_leaves_nothing_behind(tmp_path: Path) -> No
         row = next(line for line in out.splitlines() if line.startswith(product.name + " "))
         assert f"${product.price:.2f}" in row and row.rstrip().endswith("succeeded")
     assert "/metrics" in out and "browserd_jobs_total" in out and "browserd_workers_up 1.0" in out
+    # no URL of a process the demo has stopped by the time it is read (issue 29)
+    assert "http://127.0.0.1" not in out.split("Prometheus metrics")[1], out
     assert f"{len(PRODUCTS)} of {len(PRODUCTS)} jobs succeeded" in out
 
     assert processes_with(f"TMPDIR={home}".encode()) == []  # redis, worker, API and Chrome all gone
@@ -79,5 +83,42 @@ def test_ctrl_c_stops_everything_the_demo_started() -> None:
         if demo.poll() is None:
             demo.kill()
     assert "interrupted; stopping everything" in rest
+    assert processes_with(f"TMPDIR={home}".encode()) == []
+    shutil.rmtree(home)
+
+
+def test_keep_leaves_the_console_up_with_its_token_until_ctrl_c() -> None:
+    """``--keep``: the console answers at the printed URL with the printed token, and the printed next
+    command works; Ctrl-C then stops everything (issue 29)."""
+    home = Path(tempfile.mkdtemp(prefix="d", dir=RUN_DIR))
+    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    env.update(TMPDIR=str(home), PYTHONPATH=str(ROOT))
+    demo = subprocess.Popen([sys.executable, "-m", "daemon", "demo", "--keep"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert demo.stdout is not None
+        out = ""
+        for raw in demo.stdout:
+            out += raw.decode()
+            if "browserd jobs" in out:
+                break
+        console = re.search(r"console\s+(http://127\.0\.0\.1:\d+/ui/\?token=(\S+))", out)
+        exports = re.search(r"export (BROWSERD_API_URL=\S+) (BROWSERD_API_TOKEN=\S+)", out)
+        assert console and exports, out
+        assert f"BROWSERD_API_TOKEN={console.group(2)}" == exports.group(2)
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # keeps the console's cookie
+        with browser.open(console.group(1), timeout=30) as page:  # the token link logs in
+            assert page.status == 200 and "/ui/login" not in page.url
+        next_env = {**env, **dict(kv.split("=", 1) for kv in exports.groups())}
+        batch_id = re.search(r"browserd results (\S+)", out).group(1)
+        results = subprocess.run([sys.executable, "-m", "daemon", "results", batch_id], env=next_env, cwd=ROOT,
+                                 capture_output=True, timeout=120)
+        assert results.returncode == 0 and len(results.stdout.splitlines()) == len(PRODUCTS), results
+        assert demo.poll() is None  # still up
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(120) == 0
+    finally:
+        if demo.poll() is None:
+            demo.kill()
     assert processes_with(f"TMPDIR={home}".encode()) == []
     shutil.rmtree(home)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -70,6 +71,27 @@ def test_worker_metrics_listen_on_loopback_unless_opened(host: str | None, bound
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_second_worker_on_the_host_serves_its_metrics_on_a_free_port(caplog: pytest.LogCaptureFixture) -> None:
+    """Two workers on one host with the default port: the second moves to a free port and says which
+    (issue 29: it served none while the README said "as many as you like")."""
+    first = serve_metrics(load_settings(metrics_port=0), NODE)
+    assert first is not None
+    taken = first.server_port
+    try:
+        with caplog.at_level(logging.WARNING, logger="browserd.worker"):
+            second = serve_metrics(load_settings(metrics_port=taken), NODE)
+        assert second is not None and second.server_port != taken
+        try:
+            assert httpx.get(f"http://127.0.0.1:{second.server_port}/metrics").status_code == 200
+            assert f"port {taken} is taken" in caplog.text and f":{second.server_port} instead" in caplog.text
+        finally:
+            second.shutdown()
+            second.server_close()
+    finally:
+        first.shutdown()
+        first.server_close()
 
 
 def publish(url: str, queue: str, priorities: list[int]) -> None:

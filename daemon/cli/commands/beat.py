@@ -26,6 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = load_settings()
     from workers.jobs.queue.app import app, broker_url
+    from workers.jobs.schedules.stopping import QuietRedisFailure, StoppableBeat, take_signals
+
+    take_signals()  # the first SIGTERM stops beat, within its grace period, even while it restarts
+    app.Beat = app.subclass_with_self(StoppableBeat)
+    logging.getLogger("celery.beat").addFilter(QuietRedisFailure())
 
     broker_url(settings)
     # RedBeat's lock (held in Redis, refreshed every tick) lets only one beat send tasks; a second

@@ -27,6 +27,7 @@ from workers.jobs.lifecycle.submission import submit_batch
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.recipes.checks import automatic
 from workers.jobs.schedules import beat
+from workers.jobs.schedules.firing import next_cron_firing
 from workers.jobs.schedules.models import Schedule, ScheduleSpec
 from workers.jobs.specs.checks import validate_jobs
 from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
@@ -97,13 +98,22 @@ class ScheduleStore:
         if not raw.get("spec"):
             return None
         spec = ScheduleSpec.model_validate_json(raw["spec"])
-        due = await asyncio.to_thread(beat.due_at, schedule_id) if spec.enabled else None
+        due = await self._next_run(schedule_id, spec)
         return Schedule(
             **spec.model_dump(), id=schedule_id, created_at=_ts(raw["created_at"]),
             runs=int(raw.get("runs") or 0), skipped=int(raw.get("skipped") or 0),
             last_run_at=_ts(raw.get("last_run_at")), last_batch_id=raw.get("last_batch") or None, next_run_at=due,
             tenant=raw.get("tenant") or None,
         )
+
+    @staticmethod
+    async def _next_run(schedule_id: str, spec: ScheduleSpec) -> datetime | None:
+        """A cron's next firing from its expression; an interval's from RedBeat's last run."""
+        if not spec.enabled:
+            return None
+        if spec.cron is not None:
+            return next_cron_firing(spec.cron, datetime.now(UTC))
+        return await asyncio.to_thread(beat.due_at, schedule_id)
 
     async def list(self, tenant: str | None = None) -> list[Schedule]:
         """Oldest first; ``tenant``: only that tenant's (None: everyone's)."""
