@@ -62,11 +62,11 @@ def test_strict_stand_in_refuses_what_llama_cpp_refuses(llm):
 @pytest.mark.parametrize("method", METHODS)
 async def test_every_output_method_runs_a_job_against_the_strict_stand_in(pool, site, llm, method):
     settings = settings_for(llm, navigator_output=method, planner_output=method)
-    llm.add(PLANNER, plan(), plan(done=True, final_answer="3 products"))
-    llm.add(NAVIGATOR, act({"scroll_down": {}}), act({"done": {"text": "3 products"}}))
-    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"))
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="Steel Kettle 1.7l"))
+    llm.add(NAVIGATOR, act({"scroll_down": {}}), act({"done": {"text": "Steel Kettle 1.7l"}}))
+    result, _, _ = await run(pool, settings, task="Name the first product listed", start_url=site.url("agent/catalog.html"))
     assert result.status == JobStatus.succeeded, result.error
-    assert result.final_answer == "3 products" and llm.refused == []
+    assert result.final_answer == "Steel Kettle 1.7l" and llm.refused == []
     for request in llm.requests:
         assert all(isinstance(m["content"], (str, list)) and "tool_calls" not in m for m in request["messages"])
         assert request["max_tokens"] == 2048 and "max_completion_tokens" not in request
@@ -113,7 +113,7 @@ async def test_answers_cut_at_max_tokens_say_so(pool, site, llm, finish, method)
     settings = settings_for(llm, navigator_max_tokens=64, navigator_output=method)
     llm.add(PLANNER, plan())
     llm.add(NAVIGATOR, *[Reply.tool(CUT, usage=(100, 64), finish=finish) for _ in range(3)])
-    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+    result, _, _ = await run(pool, settings, task="Name the first product listed", start_url=site.url("agent/catalog.html"),
                              options={"max_failures": 3})
     assert result.status == JobStatus.failed
     assert result.category == FailureCategory.llm_truncated
@@ -129,7 +129,7 @@ async def test_a_hung_model_fails_its_step_and_max_failures_counts_it(pool, site
     settings = settings_for(llm, step_timeout=2, llm_timeout=60)
     llm.add(PLANNER, plan(), plan())
     llm.add(NAVIGATOR, Reply.hang(60), Reply.hang(60))
-    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+    result, _, _ = await run(pool, settings, task="Name the first product listed", start_url=site.url("agent/catalog.html"),
                              options={"max_failures": 2, "planning_interval": 1})
     assert result.status == JobStatus.failed, result
     assert result.category == FailureCategory.llm_timeout
@@ -159,7 +159,7 @@ async def test_retries_stop_at_the_steps_deadline(pool, site, llm):
     """A retry that the step's limit would cut is not started: the step fails as llm_timeout at once."""
     settings = settings_for(llm, step_timeout=3)
     llm.add(PLANNER, Reply.error(503, "overloaded", retry_after=10))
-    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+    result, _, _ = await run(pool, settings, task="Name the first product listed", start_url=site.url("agent/catalog.html"),
                              options={"max_failures": 1})
     assert result.category == FailureCategory.llm_timeout, result.error
     assert "planner model" in result.error and "within the step's limit of 3s" in result.error
@@ -168,11 +168,11 @@ async def test_retries_stop_at_the_steps_deadline(pool, site, llm):
 
 async def test_every_served_call_is_counted_usable_or_not(pool, site, llm):
     settings = settings_for(llm)
-    llm.add(PLANNER, plan(), plan(done=True, final_answer="3 products"))
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="Steel Kettle 1.7l"))
     llm.add(NAVIGATOR, Reply.text("I will scroll now.", usage=(900, 11)),
             Reply.text('{"current_state": ', usage=(950, 13)),
-            act({"done": {"text": "3 products"}}))
-    result, _, _ = await run(pool, settings, task="Count the products", start_url=site.url("agent/catalog.html"),
+            act({"done": {"text": "Steel Kettle 1.7l"}}))
+    result, _, _ = await run(pool, settings, task="Name the first product listed", start_url=site.url("agent/catalog.html"),
                              options={"max_failures": 3})
     assert result.status == JobStatus.succeeded, result.error
     served = llm.served
