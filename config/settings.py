@@ -143,7 +143,7 @@ class Settings(BaseSettings):
     )
     artifact_inline_bytes: int = Field(
         64 * 1024, ge=1024, description="Data and final answer larger than this (bytes of JSON) are stored as an "
-        "artifact (data.json) instead of in the Redis record; GET /v1/jobs/{id} still returns them.",
+        "artifact (the run's result.json) instead of in the Redis record; GET /v1/jobs/{id} still returns them.",
     )
     artifact_screenshot_quality: int = Field(70, ge=10, le=100, description="JPEG quality of step screenshots.")
     artifact_screenshot_max_kb: int = Field(
@@ -303,7 +303,7 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("BROWSERD_OPENAI_API_KEY", "OPENAI_API_KEY"),
-        description="API key for the LLM endpoint (OPENAI_API_KEY also works).",
+        description="API key for the LLM endpoint (BROWSERD_OPENAI_API_KEY also works).",
     )
     planner_model: str | None = Field(None, description="Model for the planner; default: llm_model.")
     navigator_model: str | None = Field(None, description="Model for the navigator; default: llm_model.")
