@@ -32,6 +32,21 @@ FORM = """<!doctype html><html><head><title>Sign in</title></head><body>
 <label>Password <input name="password" type="password"></label><button>Sign in</button></form></body></html>"""
 
 
+class _HtmlPages(BaseHTTPRequestHandler):
+    """A fixture site's handler: answers whole HTML pages, logs nothing."""
+
+    def _send(self, status: int, page: str) -> None:
+        data = page.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
 class Shop:
     """A sign-in form on 127.0.0.1; the signed-in page echoes both values back, as sites do."""
 
@@ -39,27 +54,16 @@ class Shop:
         self.logins: list[dict[str, str]] = []
         shop = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(_HtmlPages):
             def do_GET(self) -> None:  # noqa: N802
-                self._page(FORM)
+                self._send(200, FORM)
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers["Content-Length"])).decode()
                 form = {k: v[0] for k, v in urllib.parse.parse_qs(body).items()}
                 shop.logins.append(form)
-                self._page(f"<title>Welcome {form.get('user')}</title><h1>Signed in as {form.get('user')}</h1>"
+                self._send(200, f"<title>Welcome {form.get('user')}</title><h1>Signed in as {form.get('user')}</h1>"
                            f"<p>Your password {form.get('password')} was accepted.</p><a href='/orders'>Orders</a>")
-
-            def _page(self, html: str) -> None:
-                data = html.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *_: Any) -> None:
-                pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
@@ -76,7 +80,7 @@ class EchoingShop:
         self.logins: list[dict[str, str]] = []
         shop = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(_HtmlPages):
             def do_GET(self) -> None:  # noqa: N802
                 url = urllib.parse.urlsplit(self.path)
                 if url.path == "/login":
@@ -98,17 +102,6 @@ class EchoingShop:
 <img src="http://10.255.255.1/track?{url.query}" alt="">
 <script>console.log("signed in at " + location.href);
 console.log("Authorization: Basic " + btoa({basic}));</script></body></html>""")
-
-            def _send(self, status: int, page: str) -> None:
-                data = page.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *_: Any) -> None:
-                pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
