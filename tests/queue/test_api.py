@@ -16,7 +16,7 @@ from schemathesis.checks import not_a_server_error
 
 from config import Settings
 from daemon.api import create_app
-from tests.queue.stack import TOKEN, Stack, script, stack
+from tests.queue.stack import TOKEN, Stack, script, stack, wait_until
 from tests.support.schemas import anyof_bomb
 from tests.support.servers import StaticServer
 
@@ -190,11 +190,31 @@ SIMPLE_BODIES = [
 @pytest.mark.parametrize(("content_type", "raw"), SIMPLE_BODIES)
 def test_every_v1_post_refuses_bodies_a_web_page_could_send(deploy: Stack, path: str, content_type: str | None,
                                                              raw: bytes) -> None:
+    _settle(deploy)
     before = _lasting_keys(deploy)
     status, err = _post(deploy, path, raw, content_type)
     assert status == 415, (path, content_type, err)
     assert err["error"] == "unsupported_media_type" and "application/json" in err["message"]
     assert _lasting_keys(deploy) == before  # nothing was written
+
+
+def _settle(deploy: Stack) -> None:
+    """Nothing left running from earlier tests: the fuzzer's crawls and jobs (one that waits on a name
+    that never resolves, say) kept writing events and pages while a test compared the store's keys."""
+    for crawl_id in deploy.redis.zrange("browserd:crawls", 0, -1):
+        deploy.call("POST", f"/v1/crawls/{crawl_id}/cancel")
+
+    def active() -> list[str]:
+        ids = []
+        for state in ("queued", "running"):
+            status, page = deploy.call("GET", f"/v1/jobs?state={state}&limit=200")
+            assert status == 200, page
+            ids += [job["id"] for job in page["jobs"]]
+        return ids
+
+    for job_id in active():
+        deploy.call("POST", f"/v1/jobs/{job_id}/cancel")
+    wait_until(lambda: not active(), 60, "the earlier tests' jobs to end")
 
 
 def _lasting_keys(deploy: Stack) -> set[bytes]:

@@ -18,7 +18,7 @@ from config.hosts import normalise_entries
 from config.networks import parse_networks
 from workers.jobs.batches.models import BatchCounts, BatchState
 from workers.jobs.crawls.urls import DEFAULT_TRACKING
-from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.spec import JobSpec, check_labels
 from workers.jobs.model.status import Priority
 from workers.jobs.politeness.options import PolitenessOptions
 
@@ -98,6 +98,11 @@ class CrawlSpec(BaseModel):
     @classmethod
     def _networks(cls, value: list[str]) -> list[str]:
         return parse_networks(value)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_labels(value, reserved=1)  # each page's job also carries the crawl's id
 
     @property
     def mode(self) -> PageMode:

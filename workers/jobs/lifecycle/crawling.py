@@ -11,6 +11,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from config import Settings
 from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.scope import check_pattern
@@ -20,11 +22,10 @@ from workers.jobs.errors import QueueUnavailable, SpecError
 from workers.jobs.lifecycle.cancelling import cancel_batch
 from workers.jobs.lifecycle.submission import publish_jobs
 from workers.jobs.model.spec import JobSpec
-from workers.jobs.specs.checks import check_spec, max_steps_of
+from workers.jobs.specs.checks import check_spec, max_steps_of, problems_of
 from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.crawls")
-
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,11 @@ class PageJob:
 def page_job(spec: CrawlSpec, crawl_id: str, settings: Settings) -> Callable[[str], PageJob]:
     """How the crawl's page at a URL becomes a job: its spec (checked like any job's) and step budget."""
     def make(url: str) -> PageJob:
-        job = check_spec(spec.page_spec(url, crawl_id), settings)
+        try:
+            built = spec.page_spec(url, crawl_id)
+        except ValidationError as exc:  # a crawl field a page's job refuses: the caller's mistake, named
+            raise problems_of(exc) from None
+        job = check_spec(built, settings)
         return PageJob(job, max_steps_of(job, settings))
     return make
 

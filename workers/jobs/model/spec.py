@@ -148,6 +148,21 @@ class ModelOverrides(BaseModel):
     extractor: str | None = None
 
 
+MAX_LABELS = 20  # labels on one job
+MAX_LABEL_KEY, MAX_LABEL_VALUE = 64, 256  # characters
+
+
+def check_labels(value: dict[str, str], reserved: int = 0) -> dict[str, str]:
+    """A job's labels: at most ``MAX_LABELS`` (less ``reserved``, the ones browserd adds, such as a
+    crawl's id), keys 1-64 characters, values at most 256. One rule for every spec that labels jobs."""
+    if len(value) > MAX_LABELS - reserved:
+        raise ValueError(f"at most {MAX_LABELS - reserved} labels")
+    for key, val in value.items():
+        if not key or len(key) > MAX_LABEL_KEY or len(val) > MAX_LABEL_VALUE:
+            raise ValueError(f"label {key!r}: keys are 1-{MAX_LABEL_KEY} characters, values at most {MAX_LABEL_VALUE}")
+    return value
+
+
 class JobSpec(BaseModel):
     """One job: an agent task in words, a script of actions run with no LLM, or a saved recipe replayed."""
 
@@ -277,12 +292,7 @@ class JobSpec(BaseModel):
     @field_validator("labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        if len(value) > 20:
-            raise ValueError("at most 20 labels")
-        for key, val in value.items():
-            if not key or len(key) > 64 or len(val) > 256:
-                raise ValueError(f"label {key!r}: keys are 1-64 characters, values at most 256")
-        return value
+        return check_labels(value)
 
 
 class FollowUpRequest(BaseModel):

@@ -1,0 +1,27 @@
+"""A crawl's spec refuses at submission what its pages' jobs would refuse (no 500 from a page's job)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from config import Settings
+from workers.jobs.crawls.models import CrawlSpec
+from workers.jobs.lifecycle.crawling import check_crawl
+from workers.jobs.model.spec import MAX_LABELS
+
+
+@pytest.mark.parametrize(("labels", "message"), [
+    ({"": "x"}, "keys are 1-64 characters"),
+    ({"k" * 65: "x"}, "keys are 1-64 characters"),
+    ({"k": "v" * 257}, "values at most 256"),
+    ({str(i): "v" for i in range(MAX_LABELS)}, f"at most {MAX_LABELS - 1} labels"),  # the crawl's id is one
+])
+def test_labels_a_page_job_would_refuse_are_refused_with_the_crawl(labels: dict[str, str], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        CrawlSpec(start_urls=["https://shop.example/"], labels=labels)
+
+
+def test_the_most_labels_a_crawl_takes_still_make_a_page_job() -> None:
+    spec = CrawlSpec(start_urls=["https://shop.example/"], labels={str(i): "v" for i in range(MAX_LABELS - 1)})
+    check_crawl(spec, Settings(redis_url="redis://127.0.0.1:1/0"))  # no error: 19 + the crawl's id
