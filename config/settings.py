@@ -24,9 +24,11 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from config.api_hosts import parse_hosts
+from config.data_dirs import SYSTEM_ARTIFACTS, default_artifacts_url
 from config.hosts import normalise_entries
 from config.isolation import CHROME_USER
 from config.masking import MASK, mask_url
+from config.messages import error_message
 from config.networks import parse_networks
 
 ENV_PREFIX = "BROWSERD_"
@@ -136,10 +138,12 @@ class Settings(BaseSettings):
 
     # --- artifacts -------------------------------------------------------------------------
     artifacts_url: str = Field(
-        "file:///var/lib/browserd/artifacts",
+        "",
         description="Where jobs' artifacts (screenshots, final page, logs, downloads, large data) are kept: any "
-        "fsspec URL (file:///dir, s3://bucket/prefix, gs://...); every worker and the API must reach the same one. "
-        "Kept as long as the job's record (BROWSERD_RESULT_TTL).",
+        f"fsspec URL (file:///dir, s3://bucket/prefix, gs://...); every worker and the API must reach the same one. "
+        f"Kept as long as the job's record (BROWSERD_RESULT_TTL). Unset: file://{SYSTEM_ARTIFACTS} where the "
+        "process may write it (root, the container image), else the user's $XDG_DATA_HOME/browserd/artifacts "
+        "(~/.local/share/browserd/artifacts). A worker whose store cannot be written refuses to start.",
     )
     artifact_inline_bytes: int = Field(
         64 * 1024, ge=1024, description="Data and final answer larger than this (bytes of JSON) are stored as an "
@@ -446,9 +450,9 @@ class Settings(BaseSettings):
     @field_validator("artifacts_url")
     @classmethod
     def _artifacts_url(cls, value: str) -> str:
-        text = value.strip()
-        if not text:
-            raise ValueError("give an fsspec URL such as file:///var/lib/browserd/artifacts or s3://bucket/prefix")
+        text = value.strip() or default_artifacts_url()
+        if text.rstrip("/") in ("", "file:"):
+            raise ValueError(f"give an fsspec URL such as file://{SYSTEM_ARTIFACTS} or s3://bucket/prefix")
         return text.rstrip("/")
 
     @field_validator("api_url")
@@ -533,7 +537,7 @@ def load_settings(**overrides: Any) -> Settings:
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else "?"
             given = err.get("input")
-            lines.append(f"{env_name(field)}={given!r}: {err['msg']}")
+            lines.append(f"{env_name(field)}={given!r}: {error_message(err)}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
 
 

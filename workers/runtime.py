@@ -27,6 +27,7 @@ from config import ConfigError, Settings, get_settings
 from config.isolation import HEARTBEAT_FIELD
 from workers.agent import LLMProviderError, provider_class
 from workers.instrument import PrometheusTelemetry, instrument_pool, serve_metrics
+from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.lifecycle.cancelling import cancel_job
 from workers.jobs.model.status import JobStatus
 from workers.jobs.queue.app import default_node_name
@@ -65,6 +66,12 @@ def check_provider(settings: Settings) -> None:
         raise ConfigError(str(exc)) from exc
 
 
+def check_artifacts(settings: Settings) -> None:
+    """Fail at start, naming BROWSERD_ARTIFACTS_URL, when the artifact store cannot be written: a worker
+    that went on would lose every job's screenshots, pages and downloads, saying so only in its log."""
+    ArtifactStore.from_settings(settings).check_writable(settings.artifacts_url)
+
+
 class WorkerRuntime:
     """``start()`` once per worker process, ``run(job_id)`` from any task thread, ``stop()`` at exit.
 
@@ -96,6 +103,7 @@ class WorkerRuntime:
 
     def start(self) -> None:
         check_provider(self.settings)
+        check_artifacts(self.settings)
         self._metrics = serve_metrics(self.settings, self.node)
         self._thread.start()
         try:

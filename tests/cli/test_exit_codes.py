@@ -78,3 +78,18 @@ def test_argparse_mistakes_are_2_too(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exited:
         main(["submit", "x", "--max-steps", "many"])
     assert exited.value.code == EXIT_USAGE
+
+
+def test_a_worker_whose_artifact_store_cannot_be_written_does_not_start(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``browserd worker`` with a store it cannot write stops at once (exit 2) naming the setting; it
+    started and lost every job's screenshots, pages and downloads."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("BROWSERD_ARTIFACTS_URL", f"file://{blocked}/artifacts")
+    monkeypatch.setenv("BROWSERD_REDIS_URL", "redis://127.0.0.1:9/0")
+    get_settings.cache_clear()
+    assert main(["worker", "--side-concurrency", "0"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"BROWSERD_ARTIFACTS_URL='file://{blocked}/artifacts' cannot be written" in err
+    assert "Traceback" not in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +168,17 @@ async def test_the_reconciler_deletes_the_folders_of_expired_jobs_only(redis: Re
         assert again is not None and again.artifact_folders_deleted == 0
     finally:
         await client.aclose()
+
+
+def test_a_store_that_cannot_be_written_names_the_setting(tmp_path: Path) -> None:
+    """A worker writes a file before its first job; one it cannot write is a configuration error
+    naming BROWSERD_ARTIFACTS_URL (it went on, and every job's artifacts went missing quietly)."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    url = f"file://{blocked}/artifacts"
+    with pytest.raises(ConfigError, match="BROWSERD_ARTIFACTS_URL=.*cannot be written by this process") as refused:
+        ArtifactStore.open(url).check_writable(url)
+    assert "Set BROWSERD_ARTIFACTS_URL to a store it can write" in str(refused.value)
+    fine = f"file://{tmp_path}/store"
+    ArtifactStore.open(fine).check_writable(fine)
+    assert list((tmp_path / "store").iterdir()) == []  # the probe is gone

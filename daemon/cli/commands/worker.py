@@ -44,9 +44,11 @@ def run(args: argparse.Namespace) -> int:
     from workers.celery_app import app, broker_url, check_limits  # the app reads settings: after the check above
     from workers.jobs.metrics import merge_side_metrics
     from workers.jobs.queue.names import SIDE_QUEUES
+    from workers.runtime import check_artifacts
 
     broker_url(settings)
     check_limits(settings)
+    check_artifacts(settings)  # before anything starts: a store this user cannot write fails here, named
     name = args.name or default_node_name()
     common = [f"--loglevel={settings.log_level}",
               "--without-mingle",  # no start-up sync of revoked sets: a revoke a worker meets becomes the job's cancel

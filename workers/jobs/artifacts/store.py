@@ -14,13 +14,16 @@ fsspec is synchronous; callers on an event loop use ``asyncio.to_thread`` (or ``
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fsspec.core import url_to_fs
 
 from config import ConfigError, Settings
+from config.masking import mask_url
 from workers.jobs.artifacts.names import (
     SAFE_NAME,
     NoSuchArtifact,
@@ -56,6 +59,24 @@ class ArtifactStore:
     @classmethod
     def from_settings(cls, settings: Settings) -> ArtifactStore:
         return cls.open(settings.artifacts_url)
+
+    def check_writable(self, url: str) -> None:
+        """Write and delete a small file at the store's root, as a worker does before its first job:
+        a store it cannot write is a ``ConfigError`` naming BROWSERD_ARTIFACTS_URL, not screenshots,
+        pages and downloads that go missing job after job (``url``: the setting, masked in the message)."""
+        probe = f"{self.root}/.browserd-write-check-{uuid.uuid4().hex[:12]}"
+        try:
+            self.fs.makedirs(self.root, exist_ok=True)
+            with self.fs.open(probe, "wb") as fh:
+                fh.write(b"browserd")
+            self.fs.rm(probe)
+        except Exception as exc:  # whatever the filesystem raises: a permission, a missing bucket, no credentials
+            raise ConfigError(
+                f"BROWSERD_ARTIFACTS_URL={mask_url(url)!r} cannot be written by this process "
+                f"({type(exc).__name__}: {exc}): jobs' screenshots, pages, downloads and large results would be "
+                f"lost. Set BROWSERD_ARTIFACTS_URL to a store it can write (a folder this user owns, e.g. "
+                f"file://{Path.home()}/.local/share/browserd/artifacts, or s3://bucket/prefix), the same one "
+                f"for the API and every worker") from None
 
     def job(self, job_id: str) -> JobArtifacts:
         if not is_id(job_id):
