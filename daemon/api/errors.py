@@ -24,6 +24,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from config.messages import error_message
 from workers.jobs.errors import QueueUnavailable, SpecError
 from workers.jobs.specs.checks import field_name
 
@@ -69,7 +70,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     fields = []
     for err in exc.errors():
-        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        msg = error_message(err)
         if err.get("type") == "json_invalid":
             msg = "the body is not valid JSON: " + str(err.get("ctx", {}).get("error", msg))
         fields.append(FieldError(field=field_name(err.get("loc", ())), message=msg))

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import re2
 
+from config.messages import re2_reason
 from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.politeness.domains import registrable_domain, url_domain
 
@@ -53,9 +54,7 @@ def check_pattern(pattern: str) -> str:
     try:
         re2.compile(pattern)
     except re2.error as exc:
-        why = exc.args[0] if exc.args else exc
-        why = why.decode(errors="replace") if isinstance(why, bytes) else str(why)
-        raise ValueError(f"not an RE2 pattern: {why}") from None
+        raise ValueError(f"not an RE2 pattern: {re2_reason(exc)}") from None
     return pattern
 
 

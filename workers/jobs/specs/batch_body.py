@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import HttpUrl, TypeAdapter, ValidationError
 
+from config.messages import error_message
 from workers.jobs.errors import SpecError
 
 MAX_BATCH = 100_000
@@ -95,7 +96,7 @@ def _checked(request: BatchRequest) -> BatchRequest:
         try:
             request.webhook_url = str(_URL.validate_python(request.webhook_url))
         except ValidationError as exc:
-            raise SpecError.at("webhook_url", exc.errors()[0]["msg"]) from None
+            raise SpecError.at("webhook_url", error_message(exc.errors()[0])) from None
     return request
 
 

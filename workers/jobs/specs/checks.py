@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from config import Settings
+from config.messages import error_message
 from workers.jobs.errors import FieldProblem, SpecError
 from workers.jobs.ids import new_id
 from workers.jobs.model.actions import validate_script
@@ -44,7 +45,7 @@ def problems_of(exc: ValidationError, where: str | None = None) -> SpecError:
     for err in exc.errors():
         name = field_name(("body", *err.get("loc", ())))
         path = name if where is None else (where if name == "body" else f"{where}.{name}")
-        problems.append(FieldProblem(path, str(err.get("msg", "invalid")).removeprefix("Value error, ")))
+        problems.append(FieldProblem(path, error_message(err)))
     return SpecError(problems)
 
 

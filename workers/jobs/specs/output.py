@@ -25,6 +25,7 @@ import re2
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.exceptions import SchemaError
 
+from config.messages import re2_reason
 from workers.jobs.errors import SchemaCheckExpired
 from workers.jobs.specs.schema_limits import SCHEMA_CHECK_SECONDS
 
@@ -104,7 +105,7 @@ def check_schema(schema: dict[str, Any]) -> list[str]:
         try:
             _compiled(pattern)
         except re2.error as exc:
-            problems.append(f"pattern {pattern!r}: not supported by the linear-time engine (RE2): {exc}")
+            problems.append(f"pattern {pattern!r}: not supported by the linear-time engine (RE2): {re2_reason(exc)}")
     return problems
 
 
