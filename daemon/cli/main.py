@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"browserd {_version()}")
     parser.add_argument("--api-url", help="the API to talk to (default: BROWSERD_API_URL)")
-    parser.add_argument("--token", help="the API's bearer token (default: BROWSERD_API_TOKEN)")
+    parser.add_argument("--token", help="the API's token, or a tenant's key (default: BROWSERD_API_TOKEN)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"daemon.cli.commands.{name}").register(sub)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from daemon.cli.progress import WorkerWatch
 from daemon.client import ApiUnreachable, Client, RequestRefused
 from workers.jobs.model.record import EventType
 from workers.jobs.model.status import FINAL_STATES, JobStatus
@@ -62,13 +63,23 @@ def api_command(handler: Callable[..., int]) -> Callable[..., int]:
             print(f"browserd: {exc}", file=sys.stderr)
             return EXIT_UNREACHABLE
         except RequestRefused as exc:
-            print(f"browserd: {exc.message} (HTTP {exc.status})", file=sys.stderr)
+            print(f"browserd: {refusal(exc)} (HTTP {exc.status})", file=sys.stderr)
             for field in exc.fields:  # the message names the first few; list any it left out
                 if f"{field.get('field')}: {field.get('message')}" not in exc.message:
                     print(f"  {field.get('field')}: {field.get('message')}", file=sys.stderr)
             return EXIT_FAILED
 
     return run
+
+
+UNAUTHORIZED = ("the API refused the token: set BROWSERD_API_TOKEN (or pass --token) to the API's own "
+                "BROWSERD_API_TOKEN or to a tenant key from 'browserd tenant create'; a revoked key stops working")
+
+
+def refusal(exc: RequestRefused) -> str:
+    """The API's refusal as a CLI user reads it: an unauthorized request names the variable and the
+    flag that carry the token (the API's own words are about an HTTP header)."""
+    return UNAUTHORIZED if exc.status == 401 else exc.message
 
 
 def exit_code(job: dict[str, Any]) -> int:
@@ -136,9 +147,12 @@ def describe_event(kind: str, data: dict[str, Any]) -> str | None:
     return None
 
 
-def follow(api: Client, job_id: str, out: Any = sys.stdout) -> dict[str, Any]:
-    """Print the job's events as they happen, however long it is silent; returns the final job."""
+def follow(api: Client, job_id: str, out: Any = sys.stdout, watch: WorkerWatch | None = None) -> dict[str, Any]:
+    """Print the job's events as they happen, however long it is silent; returns the final job.
+    ``watch`` (while the job is queued) is told when the job leaves the queue."""
     for event in api.follow(job_id):
+        if watch is not None and event.type == EventType.state and event.data.get("state") != JobStatus.queued:
+            watch.started()
         line = describe_event(event.type, event.data)
         if line:
             print(line, file=out, flush=True)

@@ -8,6 +8,7 @@ so minutes spent waiting for a worker do not drag it down; with no worker alive 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,3 +118,35 @@ def follow_batch(read: Callable[[], Any], *, interval: float = 0.5, out: TextIO 
             time.sleep(interval)
     finally:
         bar.close()
+
+
+class WorkerWatch:
+    """While a followed job waits in the queue, look every ``WORKERS_EVERY`` seconds whether a worker
+    is alive (``workers``: the live count; an error counts as unknown) and say so on ``out`` when that
+    changes: a job that sits at ``queued`` is never silent about why (``browserd submit --wait``).
+    ``alive`` is what the caller saw at submission (and told the user). Stop it with ``started()``
+    once the job left the queue, or ``close()``."""
+
+    def __init__(self, workers: Callable[[], int], alive: bool, out: TextIO = sys.stderr) -> None:
+        self.workers, self.alive, self.out = workers, alive, out
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="browserd-worker-watch", daemon=True)
+        self._thread.start()
+
+    def started(self) -> None:
+        self._done.set()
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join(WORKERS_EVERY + 1)
+
+    def _watch(self) -> None:
+        while not self._done.wait(WORKERS_EVERY):
+            try:
+                alive = self.workers() > 0
+            except Exception:  # the API away for a moment: the event stream says so and reconnects
+                continue
+            if alive != self.alive and not self._done.is_set():
+                print(f"still queued: {NO_WORKER}" if not alive else "a worker is alive again: the job will start",
+                      file=self.out, flush=True)
+            self.alive = alive

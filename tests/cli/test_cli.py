@@ -40,6 +40,22 @@ def test_a_refused_spec_names_its_reason_once(deploy: Stack, tmp_path: Path) -> 
     assert bad.stderr.count("greater than 0") == 1 and "timeout" in bad.stderr, bad.stderr
 
 
+def test_refusals_read_in_a_users_words(deploy: Stack) -> None:
+    """No internals in what the command prints: a wrong token names the variable and flag (not the
+    API's 'bearer token' header), a URL without its scheme says what to type (not the URL parser's
+    'relative URL without a base'), a pattern RE2 refuses is text (not a bytes repr)."""
+    wrong = browserd(deploy, "--token", "not-the-token", "jobs")
+    assert wrong.returncode == 1 and "set BROWSERD_API_TOKEN (or pass --token)" in wrong.stderr, wrong.stderr
+    assert "bearer" not in wrong.stderr.lower()
+    bare = browserd(deploy, "submit", "read it", "--start-url", "example.com/shop")
+    assert bare.returncode == 1
+    assert "start_url: 'example.com/shop' is not a valid URL: give it in full, with its scheme" in bare.stderr
+    assert "relative URL" not in bare.stderr
+    schema = json.dumps({"type": "string", "pattern": "x(?<=a)y"})
+    regex = browserd(deploy, "submit", "read it", "--output-schema", schema)
+    assert regex.returncode == 1 and "(RE2): invalid perl operator: (?<=" in regex.stderr and "b'" not in regex.stderr
+
+
 def test_a_local_run_refuses_an_output_schema_past_a_limit_naming_it(tmp_path: Path) -> None:
     """``browserd run`` builds its job here, not through the API: the same bounds apply."""
     bomb = tmp_path / "bomb.json"
@@ -159,6 +175,35 @@ def test_progress_says_when_no_worker_is_alive(tmp_path: Path, site: StaticServe
             proc.wait(20)
     assert "progress: 0/1" in log.read_text()
     assert "queued; following it (no worker is alive" in single.read_text()
+
+
+def test_submit_wait_says_when_the_last_worker_goes_while_the_job_waits(tmp_path: Path, site: StaticServer) -> None:
+    """``submit --wait`` looked for a worker once, at submission: a job left queued after the last
+    worker died sat there silently. It looks again while the job waits."""
+    from tests.queue.stack import stack
+
+    with stack() as s:
+        worker = s.start_worker(queues="high")  # alive, but not serving the job's queue
+        steps = tmp_path / "steps.json"
+        steps.write_text(json.dumps(script(site.url("/cdp/basic.html"))))
+        said = tmp_path / "submit.txt"
+        with open(said, "w") as err_file:
+            proc = subprocess.Popen([sys.executable, "-m", "daemon", "submit", "--script", str(steps), "--priority",
+                                     "low", "--wait"], env=s.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err_file)
+        try:
+            wait_until(lambda: "queued; following it" in said.read_text(), 60, "the submit --wait line")
+            assert "no worker is alive" not in said.read_text()
+            worker.kill9()
+            wait_until(lambda: "still queued: no worker is alive: start one with 'browserd worker'" in said.read_text(),
+                       90, "the line saying the last worker went")
+            s.start_worker()  # every queue: the job runs
+            assert proc.wait(180) == 0, said.read_text()
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(20)
+    text = said.read_text()
+    assert "state: succeeded" in text, text
 
 
 def test_the_progress_bar_stays_on_one_line_in_a_narrow_terminal(deploy: Stack, site: StaticServer) -> None:

@@ -19,7 +19,7 @@ from daemon.cli.output import (
     print_job,
     print_json,
 )
-from daemon.cli.progress import NO_WORKER
+from daemon.cli.progress import NO_WORKER, WorkerWatch
 from workers.jobs.model.status import JobStatus
 
 
@@ -127,9 +127,15 @@ def run(args: argparse.Namespace) -> int:
     if not job.get("created", True):
         print(f"an existing job has this idempotency key: {job['id']}", file=sys.stderr)
     if args.wait:
-        alone = job["state"] == JobStatus.queued and not api.live_workers()  # it would sit there silently
+        queued = job["state"] == JobStatus.queued
+        alone = queued and not api.live_workers()  # it would sit there silently
         print(f"job {job['id']} queued; following it" + (f" ({NO_WORKER})" if alone else ""), file=sys.stderr)
-        job = follow(api, job["id"], out=sys.stderr)
+        watch = WorkerWatch(client().live_workers, alive=not alone) if queued else None  # and while it waits
+        try:
+            job = follow(api, job["id"], out=sys.stderr, watch=watch)
+        finally:
+            if watch is not None:
+                watch.close()
     if args.json:
         print_json(job)
     elif args.wait:
