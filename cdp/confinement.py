@@ -122,14 +122,18 @@ class Confinement:
 
     def prepare(self, profile: Path) -> Path | None:
         """Seed the profile (WebRTC preference) and hand it to Chrome's user; returns the scratch
-        directory Chrome's own user gets as ``$TMPDIR`` (the worker's may not be writable to it)."""
+        directory Chrome gets as ``$TMPDIR``: Chrome's own user's (the worker's may not be writable to
+        it), or a short one when the worker's ``$TMPDIR`` is too long to hold Chrome's singleton
+        socket; None: Chrome keeps the worker's ``$TMPDIR``."""
         default = profile / "Default"
         default.mkdir()
         (default / "Preferences").write_text(json.dumps(WEBRTC_PREFERENCES))
-        if self.user is None:
+        if self.user is None and socket_fits(profile.parent):
             return None
         scratch = scratch_of(profile)
         scratch.mkdir(mode=0o700)
+        if self.user is None:
+            return scratch
         for path in (profile, default, default / "Preferences", scratch):
             self.user.give(path)
         return scratch
@@ -156,12 +160,33 @@ class Confinement:
 
 
 SCRATCH_PREFIX = "c"  # short: Chrome's singleton socket path under it must stay below 108 bytes
+SOCKET_PATH_MAX = 107  # a Unix socket's path: 108 bytes with its NUL (sun_path)
+CHROME_SOCKET = "/org.chromium.Chromium.XXXXXX/SingletonSocket"
+"""What Chrome adds to its ``$TMPDIR`` for the socket a second start of a profile would find it by.
+A path past ``SOCKET_PATH_MAX`` aborts every launch (``Socket path too long``)."""
+SHORT_ROOTS = ("/tmp", "/var/tmp", "/dev/shm")
+"""Where a scratch directory goes when the one beside the profile would be too deep for the socket."""
+
+
+def socket_fits(tmpdir: Path) -> bool:
+    """Whether Chrome's singleton socket fits below ``tmpdir`` (as its ``$TMPDIR``)."""
+    return len(os.fsencode(str(tmpdir))) + len(CHROME_SOCKET) <= SOCKET_PATH_MAX
 
 
 def scratch_of(profile: Path) -> Path:
-    """The scratch directory ``prepare`` makes beside ``profile`` (named after it, so the profile's
-    removal, or a sweep of stale profiles, finds it)."""
-    return profile.parent / (SCRATCH_PREFIX + profile.name[-8:])
+    """The scratch directory ``prepare`` makes for ``profile``, named after it so that the profile's
+    removal, or a sweep of stale profiles, finds it: beside the profile, or, when ``$TMPDIR`` is so
+    long that Chrome's socket would not fit below it, in the first of ``SHORT_ROOTS`` this process
+    may write (a ``$TMPDIR`` of any length works)."""
+    name = SCRATCH_PREFIX + profile.name[-8:]
+    beside = profile.parent / name
+    if socket_fits(beside):
+        return beside
+    for root in SHORT_ROOTS:
+        short = Path(root) / f"browserd-{profile.parent.name[-8:]}-{name}"  # distinct per profile folder
+        if socket_fits(short) and os.path.isdir(root) and os.access(root, os.W_OK | os.X_OK):
+            return short
+    return beside  # Chrome refuses it: the launch error shows its stderr, naming the socket's path
 
 
 def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> Callable[[], None] | None:

@@ -197,6 +197,36 @@ async def test_chrome_leaves_no_scratch_files_behind():
     assert set(scratch.glob("org.chromium.Chromium.*")) == before
 
 
+@pytest.mark.e2e  # launches Chrome
+@pytest.mark.parametrize("as_root_user", [True, False], ids=["chrome-user-if-root", "same-user"])
+async def test_a_long_tmpdir_still_launches_chrome(monkeypatch: pytest.MonkeyPatch, as_root_user: bool) -> None:
+    """Chrome puts its singleton socket below its ``$TMPDIR``: with a ``TMPDIR`` longer than about
+    60 characters every launch aborted (``Socket path too long``). The profile stays in ``TMPDIR``
+    (where ``chrome_pids`` finds this run's browsers); the socket goes somewhere short, and is gone
+    after the browser."""
+    import tempfile
+    from pathlib import Path
+
+    from cdp.confinement import SHORT_ROOTS, Confinement, scratch_of
+
+    long = Path(tempfile.gettempdir()) / ("a-rather-long-temporary-directory-" + "x" * 60)
+    long.mkdir(exist_ok=True)
+    monkeypatch.setenv("TMPDIR", str(long))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again (and after the test)
+    confinement = None if as_root_user else Confinement.for_host("")  # "": Chrome runs as this user
+    browser = await Browser.launch(confinement=confinement)
+    try:
+        profile = browser.process.user_data_dir
+        assert profile.parent == long and len(str(profile)) > 100
+        assert any(pid for pid in chrome_pids())  # found by its profile, as every test's leftovers are
+        scratch = scratch_of(profile)
+        assert str(scratch).startswith(SHORT_ROOTS) and any(scratch.glob("org.chromium.Chromium.*/SingletonSocket"))
+        assert (await browser.connection.typed.Browser.getVersion())["product"]
+    finally:
+        await browser.close()
+    assert not profile.exists() and list(long.iterdir()) == [] and not scratch.exists()
+
+
 async def _steady(read: Callable[[], set[int]], settled: Callable[[set[int]], bool], timeout: float = 5.0) -> set[int]:
     """``read()`` once ``settled`` holds for it twice in a row 0.5 s apart, or as it is at ``timeout``."""
     deadline = asyncio.get_running_loop().time() + timeout
