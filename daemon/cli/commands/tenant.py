@@ -57,7 +57,8 @@ def _print(answer: TenantInfo, as_json: bool) -> None:
     print(_line(answer))
     if isinstance(answer, TenantKey):
         print(answer.key)
-        print("the key is shown only now: give it to the tenant (Authorization: Bearer <key>)", file=sys.stderr)
+        print("the key is shown only now: give it to the tenant (their BROWSERD_API_TOKEN or --token; over HTTP, "
+              "Authorization: Bearer <key>)", file=sys.stderr)
 
 
 @api_command
