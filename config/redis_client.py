@@ -18,11 +18,12 @@ import redis
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.asyncio.sentinel import SentinelManagedConnection as AsyncSentinelManagedConnection
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
-from redis.sentinel import Sentinel
+from redis.sentinel import Sentinel, SentinelManagedConnection
 
 from config.redis_url import RedisKind, Sentinels, parse_redis_url
 
@@ -35,6 +36,29 @@ API_RETRIES = 1
 API_CONNECT_TIMEOUT = 1.0
 SYNC_SOCKET_TIMEOUT = 10.0
 RETRY_ON = [RedisConnectionError, RedisTimeoutError]  # MasterNotFoundError is a ConnectionError
+
+
+class FollowingConnection(AsyncSentinelManagedConnection):
+    """A connection to the master that asks the sentinels where it is each time it (re)connects.
+
+    redis-py's own asks only when the pool hands out a new connection: a command retried after the
+    master died reconnects the same connection object to the dead master's address until its retries
+    run out, even once the sentinels name the promoted replica (redis 8.1; seen in the fail-over test).
+    """
+
+    async def _connect(self) -> None:
+        if self.connection_pool.is_master:
+            self.host, self.port = await self.connection_pool.get_master_address()
+        await super()._connect()
+
+
+class FollowingSyncConnection(SentinelManagedConnection):
+    """``FollowingConnection`` for the blocking client."""
+
+    def _connect(self) -> Any:
+        if self.connection_pool.is_master:
+            self.host, self.port = self.connection_pool.get_master_address()
+        return super()._connect()
 
 
 def _sentinel_kwargs(target: Sentinels, connect_timeout: float) -> dict[str, Any]:
@@ -68,7 +92,8 @@ def connect(url: str, *, retries: int = RETRIES, connect_timeout: float = CONNEC
         return aioredis.from_url(url, **options)
     found = target.sentinels
     sentinel = AsyncSentinel(list(found.hosts), sentinel_kwargs=_sentinel_kwargs(found, connect_timeout))
-    return sentinel.master_for(found.master_name, redis_class=aioredis.Redis, **options, **_master_kwargs(found))
+    return sentinel.master_for(found.master_name, redis_class=aioredis.Redis, connection_class=FollowingConnection,
+                               **options, **_master_kwargs(found))
 
 
 def connect_sync(url: str, *, socket_timeout: float | None = SYNC_SOCKET_TIMEOUT, retries: int = 5) -> redis.Redis:
@@ -82,4 +107,5 @@ def connect_sync(url: str, *, socket_timeout: float | None = SYNC_SOCKET_TIMEOUT
         return redis.Redis.from_url(url, **options)
     found = target.sentinels
     sentinel = Sentinel(list(found.hosts), sentinel_kwargs=_sentinel_kwargs(found, CONNECT_TIMEOUT))
-    return sentinel.master_for(found.master_name, redis_class=redis.Redis, **options, **_master_kwargs(found))
+    return sentinel.master_for(found.master_name, redis_class=redis.Redis, connection_class=FollowingSyncConnection,
+                               **options, **_master_kwargs(found))
