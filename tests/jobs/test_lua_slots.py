@@ -1,19 +1,29 @@
 """Which Lua scripts could run on Redis Cluster (issue 26), kept true: the table in docs/operations.md
 (section "Redis Cluster") names every script, and a script it lists as one hash slot declares the one
-key it touches (``KEYS[1]``), builds none from its arguments, and so needs no more than one slot.
+key it touches (``KEYS[1]``), builds none from its arguments, and runs, with the keys its store passes,
+on a redis-server in cluster mode, held to one slot by a shebang (``#!lua``), as Cluster would need.
 
 A script that touches keys in several slots is listed with the reason; the docs say why browserd's job
 transitions are among them (they move a job and the fleet-wide indexes in one atomic step)."""
 
 from __future__ import annotations
 
+import json
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+import redis
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS as SLOTS
 from redis.crc import key_slot
+from redis.exceptions import ResponseError
 
+from config.redis_client import connect
+from tests.support.redis_server import RedisServer
 from workers.jobs.store.keys import Keys
-from workers.jobs.store.scripts import PRELUDE, _composed
+from workers.jobs.store.scripts import PRELUDE, _composed, source
 
 LUA = Path(__file__).resolve().parents[2] / "workers" / "jobs" / "store" / "lua"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
@@ -68,3 +78,47 @@ def test_a_script_listed_as_several_slots_does_touch_keys_in_several() -> None:
     assert len({key_slot(k.encode()) for k in sessions}) > 1
     verdicts = table()
     assert all(verdicts[name].startswith("no") for name in ("job_start", "job_finish", "session_open"))
+
+
+@pytest.fixture(scope="module")
+def cluster_node() -> Iterator[RedisServer]:
+    """A redis-server in cluster mode serving every slot: a script touching keys in two slots fails there."""
+    server = RedisServer(args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")).start()
+    client = redis.Redis(host="127.0.0.1", port=server.port, decode_responses=True)
+    try:
+        client.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", str(SLOTS - 1))
+        deadline = time.monotonic() + 30
+        while client.cluster("info")["cluster_state"] != "ok":
+            assert time.monotonic() < deadline, "the one-node cluster did not come up"
+            time.sleep(0.05)
+        yield server
+    finally:
+        client.close()
+        server.stop()
+
+
+def strict(name: str) -> str:
+    """The script as a Cluster deployment would run it: with a shebang, so that Redis holds it to the keys'
+    one slot (a script without one is let touch any slot, for compatibility)."""
+    return "#!lua\n" + source(name)
+
+
+async def test_the_one_slot_scripts_run_on_a_cluster_node_as_their_stores_call_them(cluster_node: RedisServer) -> None:
+    client = connect(f"redis://127.0.0.1:{cluster_node.port}/0")
+    try:
+        with pytest.raises(ResponseError, match="same slot"):  # the node does check: two slots in one script
+            await client.eval("#!lua\nredis.call('GET', 'a') return redis.call('GET', 'b')", 0)
+        keys, lease = Keys(), "30"
+        take, renew = client.register_script(strict("politeness_slot_take")), client.register_script(
+            strict("politeness_slot_renew"))
+        reserve, put = client.register_script(strict("politeness_navigation_reserve")), client.register_script(
+            strict("profile_put"))
+        # with the keys and arguments DomainLimits.try_slot, .renew, .reserve_navigation and ProfileStore.put pass
+        assert await take(keys=[keys.domain_slots("shop.example")], args=["job-1", 2, lease]) == 1
+        assert await renew(keys=[keys.domain_slots("shop.example")], args=[lease, "job-1"]) == 1
+        assert float(await reserve(keys=[keys.domain_last_navigation("shop.example")], args=[0.5])) >= 0
+        assert int(await put(keys=[keys.profiles], args=["p", json.dumps({"sealed": "x"}), ""])) == 1
+        with pytest.raises(ResponseError, match="same slot"):  # renewing two sites' slots: two slots
+            await renew(keys=[keys.domain_slots("a.example"), keys.domain_slots("b.example")], args=[lease, "j", "j"])
+    finally:
+        await client.aclose()
