@@ -43,7 +43,8 @@ class FollowingConnection(AsyncSentinelManagedConnection):
 
     redis-py's own asks only when the pool hands out a new connection: a command retried after the
     master died reconnects the same connection object to the dead master's address until its retries
-    run out, even once the sentinels name the promoted replica (redis 8.1; seen in the fail-over test).
+    run out, even once the sentinels name the promoted replica (redis 8.1; seen in the fail-over test;
+    redis/redis-py#3874, open). Drop this class when redis-py asks on every reconnect itself.
     """
 
     async def _connect(self) -> None:

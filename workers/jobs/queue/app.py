@@ -67,9 +67,9 @@ def kombu_url(url: str | None) -> str | None:
     where both libraries read them (a query value wins over the user-info, as in redis-py).
     A Sentinel URL becomes kombu's own form without ``master_name`` (``broker_transport_options`` carry it).
     """
-    if url and is_sentinel_url(url):
-        found = parse_redis_url(url).sentinels
-        return found.kombu_url if found is not None else url
+    found = sentinels_of(url)
+    if found is not None:
+        return found.kombu_url
     if not url or not url.startswith(("redis://", "rediss://")):
         return url
     parts = urlsplit(url)
