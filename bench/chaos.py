@@ -134,6 +134,15 @@ def states_of(s: Stack, job_id: str) -> list[str]:
     return [json.loads(fields["data"])["state"] for _, fields in raw if fields.get("type") == "state"]
 
 
+def collect_finals(s: Stack, job_ids: list[str], finals: dict[str, str]) -> None:
+    """Add to ``finals`` the jobs of ``job_ids`` now in a final state (read from the store)."""
+    for job_id in job_ids:
+        if job_id not in finals:
+            state = s.redis.hget(f"browserd:job:{job_id}", "state")
+            if state in FINAL:
+                finals[job_id] = state
+
+
 def ran_twice(states: list[str]) -> bool:
     finals = sum(1 for st in states if st in FINAL)
     doubled = any(a == "running" and b == "running" for a, b in zip(states, states[1:]))
@@ -180,11 +189,7 @@ def run(s: Stack, page: str, hooks: Hooks, args: argparse.Namespace, seed: int) 
     finals: dict[str, str] = {}
     completed = False
     while time.monotonic() < deadline:
-        for job_id in job_ids:
-            if job_id not in finals:
-                state = s.redis.hget(f"browserd:job:{job_id}", "state")
-                if state in FINAL:
-                    finals[job_id] = state
+        collect_finals(s, job_ids, finals)
         record = call(s, "GET", f"/v1/batches/{batch['id']}")
         completed = bool(record and record["state"] == "completed")
         if len(finals) == len(job_ids) and completed and set(hooks.deliveries()) >= expected:

@@ -32,7 +32,15 @@ def _masked_query(query: str) -> str:
 
 def mask_url(value: str) -> str:
     """``redis://u:pw@host/0?password=pw&db=1`` -> ``redis://u:********@host/0?password=********&db=1``;
-    a request target (``/ui/?token=t``) has its query masked alike; other text is returned as it is."""
+    a request target (``/ui/?token=t``) has its query masked alike; other text is returned as it is.
+    A list of URLs separated by ``;`` (kombu's Sentinel form, ``sentinel://:pw@h1;sentinel://:pw@h2``)
+    has each masked."""
+    if ";" in value and value.count("://") > 1:
+        return ";".join(_mask_one(part) for part in value.split(";"))
+    return _mask_one(value)
+
+
+def _mask_one(value: str) -> str:
     try:
         parts = urlsplit(value)
     except ValueError:

@@ -30,6 +30,7 @@ from config.isolation import CHROME_USER
 from config.masking import MASK, mask_url
 from config.messages import error_message
 from config.networks import parse_networks
+from config.redis_url import parse_redis_url
 
 ENV_PREFIX = "BROWSERD_"
 
@@ -157,7 +158,10 @@ class Settings(BaseSettings):
 
     # --- Redis, queue, API -----------------------------------------------------------------
     redis_url: str | None = Field(
-        None, description="Redis URL for job state and the Celery broker; the demo starts its own when unset."
+        None, description="Redis URL for job state and the Celery broker: redis://, rediss://, unix://, or Redis "
+        "Sentinel in kombu's form sentinel://host1:26379;sentinel://host2:26379/0?master_name=NAME (the master's "
+        "password as sentinel://:PASSWORD@host1..., the sentinels' own as &sentinel_password=); the demo starts its "
+        "own when unset."
     )
     api_host: str = Field("127.0.0.1", description="Address the HTTP API binds to.")
     api_port: int = Field(8080, ge=0, le=65535, description="Port of the HTTP API.")
@@ -467,8 +471,11 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(f"{value!r} is not a redis://, rediss:// or unix:// URL")
+        if value is not None:
+            try:
+                parse_redis_url(value)
+            except ValueError as exc:
+                raise ValueError(f"{mask_url(value)!r} {exc}") from None
         return value
 
     @field_validator("llm_provider")
@@ -537,6 +544,7 @@ def load_settings(**overrides: Any) -> Settings:
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else "?"
             given = err.get("input")
+            given = mask_url(given) if isinstance(given, str) else given  # a URL's password is never shown
             lines.append(f"{env_name(field)}={given!r}: {error_message(err)}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
 

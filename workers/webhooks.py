@@ -51,11 +51,10 @@ from urllib.parse import urlsplit
 import httpx
 import redis
 from celery import Task
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
 from config import get_settings
 from config.masking import mask_url
+from config.redis_client import connect_sync
 from config.networks import IPAddress, IPNetwork
 from workers.jobs.metrics import observe_webhook
 from workers.jobs.queue.app import app
@@ -176,9 +175,7 @@ def guard() -> DeliveryGuard:
     global _guard
     if _guard is None:
         settings = get_settings()
-        client = redis.Redis.from_url(settings.redis_url or "", decode_responses=True, socket_timeout=10,
-                                      socket_connect_timeout=5, retry=Retry(ExponentialBackoff(cap=2.0), 5),
-                                      retry_on_error=[redis.ConnectionError, redis.TimeoutError])
+        client = connect_sync(settings.redis_url or "")
         _guard = DeliveryGuard(client, Keys(), settings.result_ttl)
     return _guard
 

@@ -19,11 +19,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import redis
 
 from cdp import process_tree
+from config.redis_client import connect_sync
 from tests.support.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,18 +77,29 @@ class Proc:
         self.popen.wait()
 
 
-class Stack:
-    """redis-server + ``browserd serve`` + any number of ``browserd worker`` processes."""
+class RedisBackend(Protocol):
+    """What a stack runs on instead of its own redis-server (a Sentinel group): a URL, stopped with it."""
 
-    def __init__(self, *, aof: bool = False, redis_password: str | None = None, **settings: Any) -> None:
+    url: str
+
+    def stop(self) -> None: ...
+
+
+class Stack:
+    """redis-server + ``browserd serve`` + any number of ``browserd worker`` processes.
+
+    ``backend``: the Redis the stack uses (and stops when it closes) instead of starting one."""
+
+    def __init__(self, *, aof: bool = False, redis_password: str | None = None, backend: RedisBackend | None = None,
+                 **settings: Any) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="browserd-queue-test-"))
-        self.redis_server = RedisServer(aof=aof, password=redis_password).start()
+        self.backend: RedisBackend = backend or RedisServer(aof=aof, password=redis_password).start()
         self.api_port = free_port()
         self.url = f"http://127.0.0.1:{self.api_port}"
         self.env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
-            "BROWSERD_REDIS_URL": self.redis_server.url,
+            "BROWSERD_REDIS_URL": self.backend.url,
             "BROWSERD_API_TOKEN": TOKEN,
             "BROWSERD_API_PORT": str(self.api_port),
             "BROWSERD_API_URL": self.url,
@@ -98,10 +109,17 @@ class Stack:
             "BROWSERD_ALLOWED_NETWORKS": os.environ.get("BROWSERD_ALLOWED_NETWORKS", "127.0.0.1/32"),
             **{f"BROWSERD_{k.upper()}": str(v) for k, v in settings.items()},
         }
-        self.redis = redis.Redis.from_url(self.redis_server.url, decode_responses=True)
+        # the one client factory: a Sentinel URL's client follows the master through a fail-over
+        self.redis = connect_sync(self.backend.url, socket_timeout=None, retries=5 if backend else 0)
         self.workers: list[Proc] = []
         self.api: Proc | None = None
         self._count = 0
+
+    @property
+    def redis_server(self) -> RedisServer:
+        """The stack's own redis-server (not there when it runs on a ``backend``)."""
+        assert isinstance(self.backend, RedisServer), "this stack runs on another Redis backend"
+        return self.backend
 
     # --- processes -------------------------------------------------------------------------
 
@@ -159,7 +177,7 @@ class Stack:
         if self.api is not None:
             self.api.stop()
         self.redis.close()
-        self.redis_server.stop()
+        self.backend.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- the API ---------------------------------------------------------------------------

@@ -24,8 +24,9 @@ class RedisServer:
     """``redis-server`` bound to 127.0.0.1 on a free port; ``url`` points at database 0. With
     ``password``, the server requires it and ``url`` carries it as ``?password=`` (redis-py's form)."""
 
-    def __init__(self, *, aof: bool = False, password: str | None = None) -> None:
-        self.aof, self.password = aof, password
+    def __init__(self, *, aof: bool = False, password: str | None = None, args: tuple[str, ...] = ()) -> None:
+        """``args``: more of redis-server's options (``--replicaof host port`` for a replica)."""
+        self.aof, self.password, self.args = aof, password, args
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not on PATH (apt-get install redis-server)")
@@ -39,7 +40,7 @@ class RedisServer:
         args = [
             self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
             "--save", "", "--appendonly", "yes" if self.aof else "no", "--protected-mode", "yes",
-            *(["--requirepass", self.password] if self.password else []),
+            *(["--requirepass", self.password] if self.password else []), *self.args,
         ]
         log = open(self.dir / "redis.log", "ab")
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -52,6 +52,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from config.isolation import IsolationLayer
+from config.redis_client import connect_sync
 from workers.jobs.model.result import StepRecord
 from workers.jobs.model.status import FailureCategory, JobStatus, LlmOutcome
 from workers.jobs.queue.names import QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
@@ -654,7 +655,7 @@ class MetricsApp:
 
     @classmethod
     def from_url(cls, url: str, keys: Keys | None = None, **kwargs: Any) -> MetricsApp:
-        client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5)
+        client = connect_sync(url, socket_timeout=5, retries=0)
         return cls(client, keys, **kwargs)
 
     def render(self, accept: str | None = None) -> Exposition:

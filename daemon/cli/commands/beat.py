@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     app.conf.beat_max_loop_interval = args.max_interval
     app.conf.redbeat_lock_timeout = max(10, int(args.max_interval * 5))
     # RedBeat retries its Redis calls for this long (a restart of Redis is a pause, not an exit)...
-    app.conf.redbeat_redis_options = {"retry_period": REDIS_PATIENCE}
+    app.conf.redbeat_redis_options = {**(app.conf.get("redbeat_redis_options") or {}), "retry_period": REDIS_PATIENCE}
     argv = ["beat", "--scheduler=redbeat.RedBeatScheduler", f"--loglevel={settings.log_level}",
             f"--max-interval={args.max_interval:g}", "--pidfile="]
     while True:  # ...and what escapes it anyway (its lock's own calls) restarts beat, not the operator

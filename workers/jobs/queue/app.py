@@ -33,6 +33,7 @@ from kombu import Connection, Exchange, Queue
 
 from config import ConfigError, Settings, get_settings
 from config.masking import mask_url
+from config.redis_url import Sentinels, is_sentinel_url, parse_redis_url
 from workers.jobs.queue.limits import hard_limit
 from workers.jobs.queue.names import (
     DELIVER_WEBHOOK,
@@ -64,7 +65,11 @@ def kombu_url(url: str | None) -> str | None:
     (``TypeError: ... multiple values for keyword argument 'password'``), so with such a URL every
     publish failed and every submission answered 503. They move into the URL's user-info and path,
     where both libraries read them (a query value wins over the user-info, as in redis-py).
+    A Sentinel URL becomes kombu's own form without ``master_name`` (``broker_transport_options`` carry it).
     """
+    found = sentinels_of(url)
+    if found is not None:
+        return found.kombu_url
     if not url or not url.startswith(("redis://", "rediss://")):
         return url
     parts = urlsplit(url)
@@ -81,11 +86,53 @@ def kombu_url(url: str | None) -> str | None:
     return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}" if userinfo else host, path=path, query=rest))
 
 
+def sentinels_of(url: str | None) -> Sentinels | None:
+    """The sentinels ``BROWSERD_REDIS_URL`` names, or None for one server (or an unreadable URL, which
+    ``broker_url`` reports at start)."""
+    if not url or not is_sentinel_url(url):
+        return None
+    try:
+        return parse_redis_url(url).sentinels
+    except ValueError:
+        return None
+
+
+def sentinel_transport_options(url: str | None) -> dict[str, Any]:
+    """kombu's Sentinel options: the master's name, and the sentinels' own password when they need one."""
+    found = sentinels_of(url)
+    if found is None:
+        return {}
+    return {"master_name": found.master_name,
+            **({"sentinel_kwargs": {"password": found.sentinel_password}} if found.sentinel_password else {})}
+
+
+def redbeat_config(url: str | None) -> dict[str, Any]:
+    """RedBeat's Redis: the URL itself, or its Sentinel form (``redis-sentinel://`` and the sentinels in
+    ``redbeat_redis_options``, which RedBeat reads for that scheme)."""
+    found = sentinels_of(url)
+    if found is None:
+        return {"redbeat_redis_url": kombu_url(url)}
+    return {"redbeat_redis_url": f"redis-sentinel://{found.hosts[0][0]}:{found.hosts[0][1]}/{found.db}",
+            "redbeat_redis_options": redbeat_sentinel_options(found)}
+
+
+def redbeat_sentinel_options(found: Sentinels) -> dict[str, Any]:
+    return {"sentinels": [list(host) for host in found.hosts], "service_name": found.master_name, "db": found.db,
+            "socket_timeout": 10,
+            **({"username": found.username} if found.username else {}),
+            **({"password": found.password} if found.password is not None else {}),
+            **({"sentinel_kwargs": {"password": found.sentinel_password}} if found.sentinel_password else {})}
+
+
 def broker_url(settings: Settings) -> str:
     """The broker's URL, checked at start: one the transport cannot read fails here with its name, not
     later as a 503 at every submission."""
     if not settings.redis_url:
         raise ConfigError("BROWSERD_REDIS_URL is not set; point it at the Redis that holds the queue and job state")
+    try:
+        parse_redis_url(settings.redis_url)
+    except ValueError as exc:
+        raise ConfigError(f"BROWSERD_REDIS_URL={mask_url(settings.redis_url)!r} {exc}") from None
     url = kombu_url(settings.redis_url) or ""
     if url.startswith(("redis://", "rediss://")):
         try:
@@ -116,6 +163,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "unacked_restore_throttle": 1,
             # Poll the queues in the listed order every time (high, normal, low), not round robin.
             "queue_order_strategy": "priority",
+            # With Sentinel: the master's name (and the sentinels' password), which kombu reads from here.
+            **sentinel_transport_options(settings.redis_url),
         },
         # No result backend: job results live in the job store, with their own TTL.
         "result_backend": None,
@@ -155,7 +204,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_redirect_stdouts": False,
         # Scheduled crawls: RedBeat keeps schedules in this Redis; beat wakes at least every few
         # seconds so a schedule created through the API fires on time (daemon/schedules.py).
-        "redbeat_redis_url": kombu_url(settings.redis_url),
+        **redbeat_config(settings.redis_url),
         "redbeat_key_prefix": "browserd:redbeat:",
         "beat_max_loop_interval": 5,
         "accept_content": ["json"],
