@@ -10,6 +10,8 @@ sitemaps only (a sitemap index naming a gzip sitemap and a plain one, named by r
 link to another site. ``crawl_delay`` adds a ``Crawl-delay`` line. ``hostile``: robots.txt also names
 a sitemap on the cloud metadata address, and the home page links private addresses, script and data
 URLs, and a thousand variants of one page differing only in tracking parameters and fragments.
+``busy``: ``/busy`` answers 429 with ``Retry-After: {busy}`` (a page linking ``/about`` and
+``/section/0``), and the home page links it.
 
 ``pages()`` is every page a crawl with enough depth and budget must visit; ``visits`` counts the
 requests per normalised URL (``workers.jobs.crawls.urls.normalise``), robots.txt and sitemaps apart.
@@ -30,8 +32,9 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 class CrawlSite:
     def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0,
-                 hostile: bool = False) -> None:
+                 hostile: bool = False, busy: int = 0) -> None:
         self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
+        self.busy = busy
         self.hostile = hostile
         self.visits: Counter[str] = Counter()
         self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
@@ -45,6 +48,8 @@ class CrawlSite:
             def do_GET(self) -> None:  # noqa: N802
                 status, kind, body = site.answer(self.path)
                 self.send_response(status)
+                if status == 429:
+                    self.send_header("Retry-After", str(site.busy))
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Cache-Control", "no-store")
@@ -98,6 +103,8 @@ class CrawlSite:
             return 404, "text/plain", b""
         with self.lock:
             self.visits[normalise(self.url(path)) or path] += 1
+        if route == "/busy" and self.busy:
+            return 429, "text/html; charset=utf-8", _html("Too many requests", ["/about", "/section/0"]).encode()
         html = self._page(route, parse_qs(parts.query))
         if html is None:
             return 404, "text/html", b"<html><body><h1>Not found</h1></body></html>"
@@ -134,6 +141,8 @@ class CrawlSite:
                 "/about#team", "/about?utm_source=home&utm_medium=link", "/calendar/2026/1", "/private/secret",
                 "http://example.com/elsewhere", "mailto:someone@example.com", "#top",
                 f"http://127.0.0.1:{self.port}/section/0?fbclid=abc"]
+            if self.busy:
+                links.append("/busy")
             if self.hostile:
                 links += ["http://10.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)",
                           "data:text/html,<b>x</b>", f"http://localhost:{self.port}/about"]

@@ -87,6 +87,9 @@ key                             type       holds
                                            dead worker's slot lapses; the key expires with its leases
 ``P polite:{domain}:last``      string     politeness: Redis time of the latest navigation reserved on
                                            that domain (``politeness_navigation_reserve.lua``); expires
+``P polite:{domain}:backoff``   hash       politeness: the domain's adaptive back-off (``politeness_backoff.lua``):
+                                           level, at (Redis time of the last 429/503/blocked), until (no
+                                           navigation before); expires once it has recovered
 ``P robots:{origin}``           string     JSON {status, body} of that origin's robots.txt; expires
                                            ``BROWSERD_ROBOTS_TTL`` after the fetch
 ``P console:logout:{sid}``      string     a console session signed out (``daemon.console.access``): its
@@ -265,6 +268,9 @@ class Keys:
 
     def domain_last_navigation(self, domain: str) -> str:
         return f"{self.prefix}polite:{quote(domain, safe='')}:last"
+
+    def domain_backoff(self, domain: str) -> str:
+        return f"{self.prefix}polite:{quote(domain, safe='')}:backoff"
 
     def robots(self, origin: str) -> str:
         return f"{self.prefix}robots:{quote(origin, safe='')}"
