@@ -47,6 +47,10 @@ key                             type       holds
                                            last_batch, last_run_at
 ``P schedules``                 zset       schedule ids, score creation time
 ``P schedule:{id}:runs``        zset       the schedule's batch ids (its runs), score creation time
+``P schedule:{id}:snapshot``    string     JSON of the items and pages its last completed run read
+                                           (``schedules.change_store``), what the next run is compared with
+``P schedule:{id}:changes``     list       JSON of each run's changes (``schedules.changes.RunChanges``),
+                                           newest first, at most ``MAX_RUNS_KEPT``
 ``P credentials``               hash       credential set name -> JSON {secret names, created_at, the
                                            values as one Fernet token} (``secrets.credentials``)
 ``P profiles``                  hash       auth profile name -> JSON {version, updated_at, cookies,
@@ -191,6 +195,12 @@ class Keys:
 
     def schedule_runs(self, schedule_id: str) -> str:
         return f"{self.prefix}schedule:{schedule_id}:runs"
+
+    def schedule_snapshot(self, schedule_id: str) -> str:
+        return f"{self.prefix}schedule:{schedule_id}:snapshot"
+
+    def schedule_changes(self, schedule_id: str) -> str:
+        return f"{self.prefix}schedule:{schedule_id}:changes"
 
     @property
     def credentials(self) -> str:
