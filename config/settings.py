@@ -296,6 +296,15 @@ class Settings(BaseSettings):
         False, description="Let a job's politeness options be looser than these settings (by default a job may "
         "only be stricter; a looser value is refused with 422)."
     )
+    politeness_backoff_max: float = Field(
+        300.0, ge=1, le=86400, description="Adaptive back-off: the longest a registrable domain is slowed after it "
+        "answered 429 or 503 (its Retry-After is honoured up to this) or a job reported it blocked_by_site; "
+        "each such answer doubles the spacing of its navigations, across every worker."
+    )
+    politeness_backoff_recovery: float = Field(
+        60.0, ge=1, le=86400, description="Seconds without a 429, 503 or blocked_by_site after which a slowed "
+        "domain's back-off drops one level (the spacing halves), until it is gone."
+    )
     respect_robots_txt: bool = Field(
         False, description="Refuse navigations that the site's robots.txt disallows (url_blocked); a job may "
         "ask for it itself."

@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing, closing
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -39,6 +40,7 @@ from workers.jobs.model.result import ArtifactLink
 from workers.jobs.model.status import FINAL_STATES
 from workers.jobs.profiles.models import ProfileInfo, StorageState
 from workers.jobs.recipes.models import RecipeInfo
+from workers.jobs.schedules.changes import RunChanges
 from workers.jobs.schedules.models import Schedule
 from workers.jobs.tenants.models import TenantInfo, TenantKey, TenantList
 from workers.jobs.sessions.models import (
@@ -237,6 +239,12 @@ class Calls:
         if action == "run":
             return Call("POST", path + "/run", answer=BatchRecord)
         return Call("POST" if action else "GET", path + (f"/{action}" if action else ""), answer=Schedule)
+
+    @staticmethod
+    def schedule_changes(schedule_id: str, since: datetime | float | None, limit: int | None) -> Call:
+        when = since.isoformat() if isinstance(since, datetime) else since
+        return Call("GET", f"/v1/schedules/{_q(schedule_id)}/changes", params={"since": when, "limit": limit},
+                    answer=list[RunChanges])
 
     @staticmethod
     def put_profile(name: str, state: BaseModel | dict[str, Any], if_version: int | None) -> Call:
@@ -653,6 +661,12 @@ class Client:
         """'' (get), pause, resume (-> ``Schedule``), run (-> ``BatchRecord``), runs (-> batches), delete."""
         return self._call(Calls.schedule(schedule_id, action))
 
+    def schedule_changes(self, schedule_id: str, since: datetime | float | None = None,
+                         limit: int | None = None) -> list[RunChanges]:
+        """What each run of the schedule changed against the run before it, oldest first (those
+        compared after ``since``: a datetime or epoch seconds); at most ``limit`` of the newest."""
+        return self._call(Calls.schedule_changes(schedule_id, since, limit))
+
     # --- interactive sessions ----------------------------------------------------------------
 
     def open_session(self, start_url: str | None = None, *, allowed_networks: list[str] | None = None,
@@ -943,6 +957,10 @@ class AsyncClient:
 
     async def schedule(self, schedule_id: str, action: str = "") -> Any:
         return await self._call(Calls.schedule(schedule_id, action))
+
+    async def schedule_changes(self, schedule_id: str, since: datetime | float | None = None,
+                               limit: int | None = None) -> list[RunChanges]:
+        return await self._call(Calls.schedule_changes(schedule_id, since, limit))
 
     # --- interactive sessions ----------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -13,6 +14,9 @@ from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
 from workers.jobs.batches.models import BatchRecord
+from workers.jobs.errors import SpecError
+from workers.jobs.schedules.change_store import MAX_RUNS_KEPT, ChangeFeed
+from workers.jobs.schedules.changes import RunChanges
 from workers.jobs.schedules.models import Schedule, ScheduleSpec
 from workers.jobs.schedules.store import ScheduleStore, check
 from workers.jobs.tenants.ceilings import tenant_ceiling
@@ -41,6 +45,9 @@ async def create_schedule(spec: ScheduleSpec, request: Request, store: Store, wh
     """A cron expression or interval that runs a job or batch template; its template is checked now
     (a tenant's within its ceilings, again at each run)."""
     settings = request.app.state.settings
+    if spec.crawl is not None and not who.admin:
+        raise SpecError.at("crawl", "crawls are the operator's until they are owned by tenants: a tenant's schedule "
+                           "runs a job or a batch")
     specs = check(spec, settings, tenant_ceiling(who, settings))
     await check_credentials(specs, credential_store(request, store), batch=spec.batch is not None)
     await check_profiles(specs, profile_store(request, store), batch=spec.batch is not None)
@@ -101,3 +108,16 @@ async def schedule_runs(schedule_id: str, store: Store, who: Caller, limit: int 
     schedules = ScheduleStore(store)
     await _owned(store, schedule_id, who)
     return await schedules.runs(schedule_id, max(1, min(limit, 200)))
+
+
+@router.get("/schedules/{schedule_id}/changes", response_model=list[RunChanges])
+async def schedule_changes(
+        schedule_id: str, store: Store, who: Caller,
+        since: Annotated[datetime | None, Query(description="only runs compared after this time (ISO 8601 or epoch "
+                                                "seconds)")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_RUNS_KEPT, description="the newest runs at most")] = MAX_RUNS_KEPT,
+) -> list[RunChanges]:
+    """What each run changed against the run before it, oldest first: items added, changed (field by
+    field) and removed, keyed by the output schema's x-key (else by page URL), and pages gone."""
+    await _owned(store, schedule_id, who)
+    return await ChangeFeed(store).entries(schedule_id, since, limit)

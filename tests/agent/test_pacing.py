@@ -22,6 +22,7 @@ class RecordingGate:
 
     def __init__(self, refuse: str = "never", hold: float = 0.0) -> None:
         self.asked: list[str] = []
+        self.answers: list[tuple[str, int]] = []
         self.refuse = refuse
         self.hold = hold
 
@@ -30,6 +31,9 @@ class RecordingGate:
         await asyncio.sleep(self.hold)
         if self.refuse in url:
             raise URLBlocked(url, "disallowed by the site's robots.txt for user-agent 'browserd'")
+
+    async def after_response(self, url: str, status: int, retry_after: str | None) -> None:
+        self.answers.append((url, status))
 
 
 def gated(gate: RecordingGate) -> tuple[type[Feature], ...]:

@@ -226,3 +226,28 @@ def test_the_clients_start_follow_cancel_and_read_a_crawl(crawler: Stack) -> Non
         cancelled, final, lines = asyncio.run(in_asyncio())
         assert cancelled.state.value in {"cancelling", "completed"} and final.state.value == "completed"
         assert final.queued == len(lines) < 200
+
+
+def test_a_429_with_retry_after_slows_the_site_for_every_page_after_it(crawler: Stack) -> None:
+    """Runs last: the back-off it leaves on 127.0.0.1 is removed at its end."""
+    retry_after = 10  # long enough that the pages found on the 429 page come within it, even on a loaded machine
+    try:
+        with CrawlSite(sections=1, items=1, orphans=0, busy=retry_after) as site:
+            record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 1, "robots_sitemaps": False})
+            final = finished(crawler, record["id"])
+            assert final["visited"] == 3  # /busy, then the two pages its 429 page links
+            by_url = {line["url"]: line for line in results(crawler, record["id"])}
+            busy = [data for kind, data in crawler.events(by_url[site.url("/busy")]["job_id"])
+                    if kind == "politeness" and data.get("kind") == "backoff"]
+            assert busy == [{"kind": "backoff", "domain": "127.0.0.1", "reason": "HTTP 429", "level": 1,
+                             "seconds": busy[0]["seconds"], "retry_after": retry_after}], busy
+            assert 0 < busy[0]["seconds"] <= retry_after
+            for path in ("/about", "/section/0"):  # found on the 429 page: each waited for the site's turn
+                waits = [data for kind, data in crawler.events(by_url[site.url(path)]["job_id"])
+                         if kind == "politeness" and data.get("kind") == "navigation"]
+                assert waits and waits[0]["domain"] == "127.0.0.1" and waits[0]["seconds"] > 0, (path, waits)
+                assert waits[0]["min_delay"] == 0, "the wait came from the back-off, not a configured delay"
+            level = crawler.redis.hget("browserd:polite:127.0.0.1:backoff", "level")
+            assert level == "1", level  # shared in Redis, for every worker
+    finally:
+        crawler.redis.delete("browserd:polite:127.0.0.1:backoff")

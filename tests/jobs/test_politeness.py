@@ -12,7 +12,15 @@ from workers.jobs.errors import SpecError
 from workers.jobs.politeness.domains import job_domain, registrable_domain, url_domain
 from workers.jobs.politeness.options import PolitenessOptions, limits_for, robots_remedy
 from workers.jobs.politeness.robots import MAX_BODY, RobotsCache, RobotsFile, robots_url
-from workers.jobs.politeness.slots import DomainLimits, HeldSlot, SlotWaitCancelled, SlotWaitExpired
+from workers.jobs.politeness.slots import (
+    BackoffRule,
+    DomainLimits,
+    HeldSlot,
+    SlotWaitCancelled,
+    SlotWaitExpired,
+    retry_after_seconds,
+)
+from workers.pipeline.features.politeness import LocalLimits
 from workers.jobs.specs.batch_body import BatchRequest
 from workers.jobs.specs.checks import validate_jobs
 from workers.jobs.store.jobs import JobStore
@@ -100,6 +108,56 @@ async def test_navigations_are_spaced_by_the_strictest_delay_reserved(limits: Do
     assert waits[0] == 0 and 0.9 < waits[1] <= 1.0 and 1.9 < waits[2] <= 2.0
     assert await limits.reserve_navigation("other.org", 1.0) == 0
     assert 3.8 < await limits.reserve_navigation("example.com", 2.0) <= 4.0, "a stricter job spaces itself more"
+
+
+async def test_a_429_backs_the_domain_off_for_every_worker_honouring_retry_after_capped(store: JobStore) -> None:
+    rule = BackoffRule(cap=60.0, recovery=30.0)
+    one, other = (DomainLimits(store.redis, store.keys, 1.0, rule) for _ in range(2))  # two workers
+    assert await other.reserve_navigation("example.com", 0) == 0, "no back-off yet: no wait"
+    hit = await one.back_off("example.com", retry_after=20)
+    assert (hit.domain, hit.level) == ("example.com", 1) and 19 < hit.seconds <= 20
+    assert 19 < await other.reserve_navigation("example.com", 0) <= 20, "the other worker waits out Retry-After"
+    assert await other.reserve_navigation("other.org", 0) == 0, "another site is not slowed"
+    capped = await one.back_off("example.com", retry_after=86400)
+    assert capped.level == 2 and 59 < capped.seconds <= 60, "Retry-After is honoured up to the cap"
+
+
+async def test_each_hit_doubles_the_spacing_up_to_the_cap_and_it_recovers_a_level_per_quiet_period(
+        store: JobStore) -> None:
+    rule = BackoffRule(cap=8.0, recovery=30.0, base=1.0)
+    limits = DomainLimits(store.redis, store.keys, 1.0, rule)
+    levels = [(await limits.back_off("slow.example")).level for _ in range(6)]
+    assert levels == [1, 2, 3, 4, 5, 6]
+    assert [rule.spacing(n) for n in range(6)] == [0, 1, 2, 4, 8, 8]
+    key = store.keys.domain_backoff("slow.example")
+    # the last hit was 65 s ago (two quiet periods): level 6 -> 4, spacing 8 s, no Retry-After left
+    seconds, micros = await store.redis.time()
+    await store.redis.hset(key, mapping={"at": seconds + micros / 1e6 - 65, "until": 0})
+    first = await limits.reserve_navigation("slow.example", 0)
+    second = await limits.reserve_navigation("slow.example", 0)
+    assert first == 0 and 7.9 < second <= 8.0, (first, second)
+    assert (await limits.back_off("slow.example")).level == 5, "a new hit climbs from the recovered level"
+    await store.redis.hset(key, mapping={"at": seconds + micros / 1e6 - 5 * 30 - 1, "until": 0})
+    await store.redis.delete(store.keys.domain_last_navigation("slow.example"))
+    assert [await limits.reserve_navigation("slow.example", 0) for _ in range(2)] == [0, 0], "fully recovered"
+    assert 0.9 < await limits.reserve_navigation("slow.example", 1.0) <= 1.0, "min_delay still spaces"
+
+
+async def test_without_a_shared_store_the_same_back_off_holds_in_the_process() -> None:
+    local = LocalLimits(BackoffRule(cap=10.0, recovery=30.0))
+    assert (await local.back_off("example.com", retry_after=5)).level == 1
+    assert 4 < await local.reserve_navigation("example.com", 0) <= 5
+    hit = await local.back_off("example.com", retry_after=500)
+    assert hit.level == 2 and 9 < hit.seconds <= 10
+
+
+@pytest.mark.parametrize(("value", "seconds"), [
+    ("120", 120.0), (" 7 ", 7.0), ("0", 0.0), (None, None), ("", None), ("soon", None), ("-5", None),
+    ("Fri, 27 Nov 2026 10:00:30 GMT", 30.0), ("Fri, 27 Nov 2026 09:00:00 GMT", 0.0),
+])
+def test_retry_after_is_delay_seconds_or_an_http_date(value: str | None, seconds: float | None) -> None:
+    now = 1795773600.0  # Fri, 27 Nov 2026 10:00:00 GMT
+    assert retry_after_seconds(value, now) == seconds
 
 
 def test_a_robots_refusal_names_what_makes_the_job_follow_robots_txt_and_what_lifts_it() -> None:

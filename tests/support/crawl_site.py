@@ -10,6 +10,12 @@ sitemaps only (a sitemap index naming a gzip sitemap and a plain one, named by r
 link to another site. ``crawl_delay`` adds a ``Crawl-delay`` line. ``hostile``: robots.txt also names
 a sitemap on the cloud metadata address, and the home page links private addresses, script and data
 URLs, and a thousand variants of one page differing only in tracking parameters and fragments.
+``busy``: ``/busy`` answers 429 with ``Retry-After: {busy}`` (a page linking ``/about`` and
+``/section/0``), and the home page links it.
+
+``plant(changed, gone, added)`` makes the site's next version, for a second run's change feed: the
+text of the ``changed`` items' pages differs, the ``gone`` orphans are dropped from the sitemaps and
+answer 404, ``added`` new orphans are listed; ``planted()`` is what a comparison must then report.
 
 ``pages()`` is every page a crawl with enough depth and budget must visit; ``visits`` counts the
 requests per normalised URL (``workers.jobs.crawls.urls.normalise``), robots.txt and sitemaps apart.
@@ -30,8 +36,12 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 class CrawlSite:
     def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0,
-                 hostile: bool = False) -> None:
+                 hostile: bool = False, busy: int = 0) -> None:
         self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
+        self.busy = busy
+        self.revised: set[tuple[int, int]] = set()  # items whose text changed
+        self.gone: set[int] = set()  # orphans removed
+        self.added = 0  # orphans added after the first ``orphans``
         self.hostile = hostile
         self.visits: Counter[str] = Counter()
         self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
@@ -45,6 +55,8 @@ class CrawlSite:
             def do_GET(self) -> None:  # noqa: N802
                 status, kind, body = site.answer(self.path)
                 self.send_response(status)
+                if status == 429:
+                    self.send_header("Retry-After", str(site.busy))
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Cache-Control", "no-store")
@@ -79,8 +91,24 @@ class CrawlSite:
             out |= {f"/item/{s}/{i}" for s in range(self.sections) for i in range(self.items)}
         if max_depth >= 3:
             out |= {f"/item/{s}/{i}?view=print" for s in range(self.sections) for i in range(self.items) if i % 3 == 0}
-        out |= {f"/orphan/{n}" for n in range(self.orphans)}
+        out |= {f"/orphan/{n}" for n in self._orphans()}
         return {normalise(self.url(p)) or p for p in out}
+
+    def plant(self, changed: int, gone: int, added: int) -> None:
+        """The site's next version: ``changed`` items reworded, ``gone`` orphans removed, ``added`` new."""
+        items = [(s, i) for s in range(self.sections) for i in range(self.items)]
+        self.revised = set(items[1::max(1, len(items) // max(1, changed))][:changed])
+        self.gone = set(range(gone))
+        self.added = added
+
+    def planted(self) -> dict[str, int]:
+        """What comparing the run before ``plant`` with the one after must find (extract mode: an
+        item's page is one item, keyed by its URL)."""
+        return {"changed": len(self.revised), "removed": len(self.gone), "added": self.added,
+                "pages_removed": len(self.gone), "pages_added": self.added}
+
+    def _orphans(self) -> list[int]:
+        return [n for n in range(self.orphans + self.added) if n not in self.gone]
 
     def is_trap(self, url: str) -> bool:
         return urlsplit(url).path.startswith("/calendar/")
@@ -98,6 +126,8 @@ class CrawlSite:
             return 404, "text/plain", b""
         with self.lock:
             self.visits[normalise(self.url(path)) or path] += 1
+        if route == "/busy" and self.busy:
+            return 429, "text/html; charset=utf-8", _html("Too many requests", ["/about", "/section/0"]).encode()
         html = self._page(route, parse_qs(parts.query))
         if html is None:
             return 404, "text/html", b"<html><body><h1>Not found</h1></body></html>"
@@ -115,14 +145,16 @@ class CrawlSite:
                     f"</sitemap><sitemap><loc>{self.url('/sitemap-2.xml')}</loc></sitemap></sitemapindex>")
             return 200, "application/xml", body.encode()
         half = self.orphans // 2
+        orphans = self._orphans()
         if route == "/sitemap-1.xml.gz":
-            return 200, "application/gzip", gzip.compress(self._urlset(range(half), ["/", "/item/0/1"]))
+            return 200, "application/gzip", gzip.compress(self._urlset([n for n in orphans if n < half],
+                                                                       ["/", "/item/0/1"]))
         if route == "/sitemap-2.xml":
-            return 200, "application/xml", self._urlset(range(half, self.orphans), ["/private/listed",
-                                                                                    "/item/0/1?utm_source=map"])
+            return 200, "application/xml", self._urlset([n for n in orphans if n >= half],
+                                                        ["/private/listed", "/item/0/1?utm_source=map"])
         return 404, "text/plain", b"no such sitemap"
 
-    def _urlset(self, orphans: range, extra: list[str]) -> bytes:
+    def _urlset(self, orphans: list[int], extra: list[str]) -> bytes:
         locs = [self.url(f"/orphan/{n}") for n in orphans] + [self.url(p) for p in extra]
         body = "".join(f"<url><loc>{loc}</loc><lastmod>2026-11-01</lastmod></url>" for loc in locs)
         return f"<?xml version='1.0' encoding='UTF-8'?><urlset {NS}>{body}</urlset>".encode()
@@ -134,6 +166,8 @@ class CrawlSite:
                 "/about#team", "/about?utm_source=home&utm_medium=link", "/calendar/2026/1", "/private/secret",
                 "http://example.com/elsewhere", "mailto:someone@example.com", "#top",
                 f"http://127.0.0.1:{self.port}/section/0?fbclid=abc"]
+            if self.busy:
+                links.append("/busy")
             if self.hostile:
                 links += ["http://10.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)",
                           "data:text/html,<b>x</b>", f"http://localhost:{self.port}/about"]
@@ -155,21 +189,22 @@ class CrawlSite:
             links = [f"/section/{s}", f"/item/{s}/{(i + 1) % self.items}"]
             if i % 3 == 0:
                 links.append(f"/item/{s}/{i}?view=print&utm_campaign=print")
-            return _html(f"Item {s}/{i}", links, canonical=f"/item/{s}/{i}")
+            text = f"Text of Item {s}/{i}, revised." if (s, i) in self.revised else None
+            return _html(f"Item {s}/{i}", links, canonical=f"/item/{s}/{i}", text=text)
         if bits[0] == "calendar" and len(bits) == 3 and all(b.lstrip("-").isdigit() for b in bits[1:]):
             y, m = int(bits[1]), int(bits[2])
             nxt = (y + m // 12, m % 12 + 1)
             prev = (y - (m == 1), 12 if m == 1 else m - 1)
             return _html(f"Calendar {y}-{m}", [f"/calendar/{nxt[0]}/{nxt[1]}", f"/calendar/{prev[0]}/{prev[1]}"])
-        if bits[0] == "orphan" and len(bits) == 2 and bits[1].isdigit() and int(bits[1]) < self.orphans:
+        if bits[0] == "orphan" and len(bits) == 2 and bits[1].isdigit() and int(bits[1]) in self._orphans():
             return _html(f"Orphan {bits[1]}", ["/"])
         if bits[0] == "private":
             return _html("Private", ["/private/deeper"])
         return None
 
 
-def _html(title: str, links: list[str], canonical: str | None = None) -> str:
+def _html(title: str, links: list[str], canonical: str | None = None, text: str | None = None) -> str:
     head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
     body = "".join(f'<li><a href="{href}">link {n}</a></li>' for n, href in enumerate(links))
     return (f"<!doctype html><html><head><title>{title}</title>{head}</head>"
-            f"<body><h1>{title}</h1><p>Text of {title}.</p><ul>{body}</ul></body></html>")
+            f"<body><h1>{title}</h1><p>{text or f'Text of {title}.'}</p><ul>{body}</ul></body></html>")

@@ -172,12 +172,16 @@ class Firewall:
     async def _guard(self, page: cdp.Page, session: cdp.CDPSession) -> None:
         session.on("Fetch.requestPaused", lambda p: self._paused(page, session, p))
         session.on("Target.attachedToTarget", lambda p: self._child_attached(page, p))
-        # Only documents when only the gate asks: images and scripts then go uninterrupted.
+        # Only documents when only the gate asks: images and scripts then go uninterrupted. The gate
+        # also sees each document's answer (its status: a 429 or 503 slows the site down).
         pattern = {"urlPattern": "*", "requestStage": "Request"}
         if not (self.policy.restricts_domains or self.skip):
             pattern["resourceType"] = "Document"
+        patterns = [pattern]
+        if self.gate.intercepts:
+            patterns.append({"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"})
         with contextlib.suppress(cdp.CDPException):
-            await session.send("Fetch.enable", {"patterns": [pattern]})
+            await session.send("Fetch.enable", {"patterns": patterns})
 
     def _child_attached(self, page: cdp.Page, params: dict[str, Any]) -> Any:
         child = page.frame_sessions.get(params.get("targetInfo", {}).get("targetId", ""))
@@ -188,6 +192,9 @@ class Firewall:
     async def _paused(self, page: cdp.Page, session: cdp.CDPSession, params: dict[str, Any]) -> None:
         url = params["request"]["url"]
         main = params.get("resourceType") == "Document" and params.get("frameId") == page.main_frame_id
+        if "responseStatusCode" in params or "responseErrorReason" in params:  # the response stage
+            await self._answered(session, params, main)
+            return
         reason = self.policy.refusal(url)
         if reason is None and main:
             reason = await self._gated(url)
@@ -203,6 +210,18 @@ class Firewall:
             await session.send("Fetch.failRequest", {"requestId": params["requestId"], "errorReason": "BlockedByClient"})
         except cdp.CDPException:
             pass  # the frame went away with its request
+
+    async def _answered(self, session: cdp.CDPSession, params: dict[str, Any], main: bool) -> None:
+        """A document's answer: the gate hears a main frame's status, then the answer goes on as it came."""
+        status = params.get("responseStatusCode")
+        try:
+            if main and isinstance(status, int):
+                retry_after = next((h.get("value") for h in params.get("responseHeaders") or []
+                                    if str(h.get("name", "")).lower() == "retry-after"), None)
+                await self.gate.after_response(params["request"]["url"], status, retry_after)
+        finally:
+            with contextlib.suppress(cdp.CDPException):  # the frame went away with its request
+                await session.send("Fetch.continueResponse", {"requestId": params["requestId"]})
 
     def expect(self, url: str) -> None:
         """The agent gated a navigation to ``url`` itself: let its request through ungated, once."""

@@ -10,6 +10,9 @@ A navigation a page starts by itself (a clicked link, a submitted form, a script
 document requests are paused with ``Fetch`` until the gate lets them go (or fail them as
 blocked). Not the egress proxy: it sees HTTPS only as tunnels and cannot tell a page from an
 image. A navigation the agent already gated is not gated twice (``Firewall.expect``).
+
+The same interception shows the gate each main-frame document's answer (``after_response``): a
+site answering 429 or 503 (with its ``Retry-After``) is one politeness slows down.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ class NavigationGate(Protocol):
         ``URLBlocked`` when it may not be opened at all (robots.txt)."""
         ...
 
+    async def after_response(self, url: str, status: int, retry_after: str | None) -> None:
+        """A main-frame document of the job answered ``status`` (``retry_after``: its Retry-After
+        header); seen only while the gate ``intercepts``."""
+        ...
+
 
 class OpenGate:
     """No politeness: every navigation goes at once."""
@@ -35,4 +43,7 @@ class OpenGate:
     intercepts = False
 
     async def before_navigation(self, url: str) -> None:
+        return None
+
+    async def after_response(self, url: str, status: int, retry_after: str | None) -> None:
         return None

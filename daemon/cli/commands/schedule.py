@@ -15,15 +15,17 @@ ACTIONS = ("pause", "resume", "delete", "run", "runs")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("schedule", help="scheduled crawls: create, list, pause, resume, delete, run, runs")
+    p = sub.add_parser("schedule", help="scheduled jobs, batches and crawls: create, list, pause, resume, delete, run, runs")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    create = actions.add_parser("create", help="run a job or batch template on a cron expression or interval")
+    create = actions.add_parser("create", help="run a job, batch or crawl template on a cron expression or interval")
     when = create.add_mutually_exclusive_group(required=True)
     when.add_argument("--cron", help="five fields, UTC: minute hour day-of-month month day-of-week")
     when.add_argument("--every", type=float, help="interval in seconds")
     what = create.add_mutually_exclusive_group(required=True)
     what.add_argument("--job", type=Path, help="JSON file with one job spec")
     what.add_argument("--batch", type=Path, help="JSON file: {\"jobs\": [...], \"defaults\": {...}} or a JSON array")
+    what.add_argument("--crawl", type=Path, help="JSON file with one crawl spec (as POST /v1/crawls); each run is a "
+                      "crawl, compared with the one before (browserd changes SCHEDULE_ID)")
     create.add_argument("--name")
     create.add_argument("--policy", choices=["skip", "queue"], default="skip",
                         help="when the previous run is unfinished: skip this one (default) or queue it anyway")
@@ -48,6 +50,8 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
     spec["cron" if args.cron else "every"] = args.cron or args.every
     if args.job:
         spec["job"] = json_argument("--job", str(args.job))
+    elif args.crawl:
+        spec["crawl"] = json_argument("--crawl", str(args.crawl))
     else:
         batch = json_argument("--batch", str(args.batch))
         spec["batch"] = {"jobs": batch} if isinstance(batch, list) else batch

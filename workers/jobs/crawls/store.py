@@ -79,9 +79,11 @@ class CrawlStore:
         self.keys = jobs.keys
         self._admit = self.redis.register_script(source("crawl_admit", CREATE_ONE=source("job_create")))
 
-    async def create(self, spec: CrawlSpec) -> CrawlIds:
-        """Record a crawl and its (empty) batch; returns their ids. Seeds are ``admit``-ted next."""
-        made = await self.batches.create([], [], webhook_url=str(spec.webhook_url) if spec.webhook_url else None)
+    async def create(self, spec: CrawlSpec, schedule_id: str | None = None) -> CrawlIds:
+        """Record a crawl and its (empty) batch (a run of ``schedule_id``, when given); returns their
+        ids. Seeds are ``admit``-ted next."""
+        made = await self.batches.create([], [], webhook_url=str(spec.webhook_url) if spec.webhook_url else None,
+                                         schedule_id=schedule_id)
         crawl_id = new_id()
         created_at = datetime.now(UTC).timestamp()
         fields = {"id": crawl_id, "batch": made.batch_id, "spec": spec.model_dump_json(),

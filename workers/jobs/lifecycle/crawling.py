@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -61,6 +62,20 @@ def check_crawl(spec: CrawlSpec, settings: Settings) -> None:
     page_job(spec, "0" * 32, settings)(spec.seeds()[0])
 
 
+def crawl_spec(raw: dict[str, Any], settings: Settings, where: str = "crawl") -> CrawlSpec:
+    """A crawl spec held as written (a schedule's ``crawl``), checked as ``POST /v1/crawls`` checks
+    one; ``SpecError`` names the field inside ``where``."""
+    try:
+        spec = CrawlSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise problems_of(exc, where) from None
+    try:
+        check_crawl(spec, settings)
+    except SpecError as exc:
+        raise exc.within(where) from None
+    return spec
+
+
 async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], settings: Settings) -> int:
     """Queue and publish the candidates the crawl has not seen (within its budget); how many were queued.
 
@@ -77,10 +92,12 @@ async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], setting
     return len(admitted.job_ids)
 
 
-async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings) -> CrawlRecord:
-    """Record a crawl, queue its seeds (the first one reads the sitemaps), publish them."""
+async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
+                       schedule_id: str | None = None) -> CrawlRecord:
+    """Record a crawl (a run of ``schedule_id``, when given), queue its seeds (the first one reads
+    the sitemaps), publish them."""
     crawls = CrawlStore(store)
-    made = await crawls.create(spec)
+    made = await crawls.create(spec, schedule_id)
     crawl_id, batch_id = made.crawl_id, made.batch_id
     reads_sitemaps = bool(spec.sitemaps) or spec.robots_sitemaps
     seeds, seen = [], set()

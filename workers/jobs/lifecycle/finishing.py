@@ -14,6 +14,7 @@ import logging
 import workers.jobs.metrics as metrics
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.model.result import JobResult
+from workers.jobs.schedules.change_store import ChangeFeed
 from workers.jobs.store.codec import JobEnd
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.webhooks.outbox import Outbox
@@ -57,12 +58,26 @@ class Finisher:
 
     async def batch_counted(self, batch_id: str) -> None:
         """Count a completed batch in ``browserd_batches_completed_total`` once: the Lua transition
-        completed it, and the first process to see that claims the count (``HSETNX counted``)."""
+        completed it, and the first process to see that claims the count (``HSETNX counted``); that
+        process also records a scheduled run's changes."""
         try:
-            if await BatchStore(self.store).claim_completion_count(batch_id):
-                metrics.observe_batch_completed()
+            if not await BatchStore(self.store).claim_completion_count(batch_id):
+                return
+            metrics.observe_batch_completed()
         except Exception:
             log.exception("completion of batch %s not counted", batch_id)
+            return
+        await self.changes(batch_id)
+
+    async def changes(self, batch_id: str) -> None:
+        """A schedule's run completed: compare it with the previous run (the change feed), and send
+        its ``items.changed`` webhook when something changed."""
+        try:
+            delivery = await ChangeFeed(self.store).record(batch_id)
+            if delivery is not None:
+                await self.outbox.run([delivery])
+        except Exception:
+            log.exception("changes of run %s not recorded", batch_id)
 
 
 def _observe(end: JobEnd) -> None:

@@ -10,12 +10,19 @@ an exception) releases the slot at once (``release``).
 earliest moment at least ``min_delay`` after the latest reserved navigation to that domain. A caller waits until its
 reservation, then navigates; reservations are first come, first served, so waiting is fair.
 Both use the Redis server's clock.
+
+**Back-off** adapts the spacing to what the site says (``politeness_backoff.lua``): a 429 or 503
+answered to a page, or a page a job reports ``blocked_by_site``, raises the domain's level by one;
+navigations to it are then spaced by ``base * 2^(level-1)`` (at most ``cap``) and none goes before
+the answer's ``Retry-After`` (at most ``cap``). Every worker's reservations read it, so the whole
+fleet slows down at once. The level drops by one every ``recovery`` seconds without a new hit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from email.utils import parsedate_to_datetime
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -26,6 +33,29 @@ from workers.jobs.store.keys import Keys
 from workers.jobs.store.scripts import source
 
 SLOT_POLL_SECONDS = 0.2  # how often a waiting job asks for a slot again
+BACKOFF_BASE = 1.0  # seconds between navigations to a domain at back-off level 1 (doubling per level)
+BACKOFF_STATUSES = frozenset({429, 503})  # HTTP answers to a page that slow its domain down
+
+
+@dataclass(frozen=True)
+class BackoffRule:
+    """How a domain slows down and recovers (``BROWSERD_POLITENESS_BACKOFF_*``)."""
+
+    cap: float = 300.0  # the longest spacing, and the longest Retry-After honoured
+    recovery: float = 60.0  # seconds without a hit per level recovered
+    base: float = BACKOFF_BASE
+
+    def spacing(self, level: int) -> float:
+        return min(self.cap, self.base * 2 ** (level - 1)) if level > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class BackedOff:
+    """A domain's back-off after a hit: its level and how long no navigation goes to it."""
+
+    domain: str
+    level: int
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -68,13 +98,32 @@ async def poll_slot(take: Callable[[], Awaitable[bool]], slot: HeldSlot, limit: 
     return slot
 
 
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """An HTTP ``Retry-After`` value (delay seconds or an HTTP date) as seconds from ``now`` (epoch;
+    the current time by default); None when absent or unreadable. Never negative."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
 class DomainLimits:
     """Slots and spacing on one Redis; ``lease`` is how long a slot lives without a renewal."""
 
-    def __init__(self, redis: aioredis.Redis, keys: Keys, lease: float) -> None:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, lease: float, backoff: BackoffRule = BackoffRule()) -> None:
         self.redis = redis
         self.keys = keys
         self.lease = lease
+        self.backoff = backoff
+        self._hit = redis.register_script(source("politeness_backoff"))
         self._take = redis.register_script(source("politeness_slot_take"))
         self._renew = redis.register_script(source("politeness_slot_renew"))
         self._reserve = redis.register_script(source("politeness_navigation_reserve"))
@@ -106,5 +155,18 @@ class DomainLimits:
         return list(await self.redis.zrangebyscore(self.keys.domain_slots(domain), seconds + micros / 1e6, "+inf"))
 
     async def reserve_navigation(self, domain: str, min_delay: float) -> float:
-        """Reserve the next navigation to ``domain``; seconds to wait before making it."""
-        return float(await self._reserve(keys=[self.keys.domain_last_navigation(domain)], args=[min_delay]))
+        """Reserve the next navigation to ``domain`` (spaced by ``min_delay`` or the domain's back-off,
+        whichever is longer, and not before its Retry-After); seconds to wait before making it."""
+        rule = self.backoff
+        wait, _level = await self._reserve(keys=[self.keys.domain_last_navigation(domain), self.keys.domain_backoff(domain)],
+                                           args=[min_delay, rule.base, rule.cap, rule.recovery])
+        return float(wait)
+
+    async def back_off(self, domain: str, retry_after: float | None = None) -> BackedOff:
+        """The site answered 429/503 (``retry_after``: its Retry-After in seconds) or blocked a job:
+        slow ``domain`` down one level more for every worker."""
+        rule = self.backoff
+        level, seconds = await self._hit(keys=[self.keys.domain_backoff(domain)],
+                                         args=[-1 if retry_after is None else max(0.0, retry_after), rule.base,
+                                               rule.cap, rule.recovery])
+        return BackedOff(domain, int(level), float(seconds))

@@ -16,7 +16,7 @@ from workers.jobs.specs.batch_body import BatchRequest
 
 
 class ScheduleSpec(BaseModel):
-    """What to run and when: exactly one of ``cron``/``every``, exactly one of ``job``/``batch``."""
+    """What to run and when: exactly one of ``cron``/``every``, exactly one of ``job``/``batch``/``crawl``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -25,6 +25,8 @@ class ScheduleSpec(BaseModel):
     every: float | None = Field(None, ge=1, le=366 * 86400, description="Interval in seconds.")
     job: dict[str, Any] | None = Field(None, description="A job spec run on each firing (as a batch of one).")
     batch: dict[str, Any] | None = Field(None, description='{"jobs": [...], "defaults": {...}, "webhook_url": ...}')
+    crawl: dict[str, Any] | None = Field(None, description="A crawl spec (as POST /v1/crawls) run on each firing; "
+                                         "the operator's only, as crawls are.")
     policy: Literal["skip", "queue"] = Field("skip", description="When the previous run is unfinished: skip or queue.")
     mode: Literal["agent", "auto"] = Field("agent", description="auto: the first successful run of an agent job is "
                                            "recorded as recipe 'schedule-{id}'; later runs replay it with no LLM.")
@@ -34,11 +36,17 @@ class ScheduleSpec(BaseModel):
     def _one_of_each(self) -> ScheduleSpec:
         if (self.cron is None) == (self.every is None):
             raise ValueError("give exactly one of 'cron' (e.g. '*/15 * * * *') or 'every' (seconds)")
-        if (self.job is None) == (self.batch is None):
-            raise ValueError("give exactly one of 'job' (a job spec) or 'batch' ({\"jobs\": [...], \"defaults\": ...})")
+        if sum(x is not None for x in (self.job, self.batch, self.crawl)) != 1:
+            raise ValueError("give exactly one of 'job' (a job spec), 'batch' ({\"jobs\": [...], \"defaults\": ...}) "
+                             "or 'crawl' (a crawl spec)")
+        if self.crawl is not None and self.mode == "auto":
+            raise ValueError("mode 'auto' records a recipe of an agent job; a crawl's pages are not one job")
         return self
 
     def request(self) -> BatchRequest:
+        """The job or batch template (a crawl schedule has none: its pages are found as it runs)."""
+        if self.crawl is not None:
+            return BatchRequest(jobs=[])
         if self.job is not None:
             return BatchRequest(jobs=[self.job])
         batch = self.batch or {}

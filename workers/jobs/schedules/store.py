@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 import workers.jobs.metrics as metrics
 from config import Settings
@@ -23,7 +24,9 @@ from workers.jobs.batches.models import BatchRecord
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.errors import SpecError
 from workers.jobs.ids import is_id, new_id
+from workers.jobs.lifecycle.crawling import crawl_spec, submit_crawl
 from workers.jobs.lifecycle.submission import submit_batch
+from workers.jobs.schedules.change_store import ChangeFeed
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.recipes.checks import automatic
 from workers.jobs.schedules import beat
@@ -42,6 +45,9 @@ def check(spec: ScheduleSpec, settings: Settings, ceiling: Ceiling | None = None
     """Refuse a schedule whose timing or template could never run, or asks past its ``ceiling``
     (422 naming the field)."""
     beat.celery_schedule(spec)
+    if spec.crawl is not None:
+        crawl_spec(spec.crawl, settings)  # its pages' jobs are made (and checked) as it finds them
+        return []
     request = spec.request()
     specs = validate_jobs(request, settings, ceiling)
     if spec.mode == "auto":
@@ -136,6 +142,7 @@ class ScheduleStore:
         await asyncio.to_thread(beat.delete_entry, schedule_id)
         await self.redis.delete(self.key(schedule_id))
         await self.redis.zrem(self.index, schedule_id)
+        await ChangeFeed(self.store).forget(schedule_id)
         return True
 
     async def fire(self, schedule_id: str, settings: Settings, *, force: bool = False) -> BatchRecord | None:
@@ -155,16 +162,26 @@ class ScheduleStore:
                 log.info("schedule %s: tenant %s is revoked; not run", schedule_id, schedule.tenant)
                 return None
             ceiling = tenant_ceiling(Principal(owner.name, owner.limits), settings)
-        request = schedule.request()
-        specs = validate_jobs(request, settings, ceiling)
-        if schedule.mode == "auto":
-            specs = automatic(specs, f"schedule-{schedule_id}")
-        record = await submit_batch(self.store, specs, settings, schedule_id=schedule_id,
-                                    webhook_url=request.webhook_url, tenant=schedule.tenant)
+        if schedule.crawl is not None:
+            record = await self._crawl(schedule_id, schedule.crawl, settings)
+        else:
+            request = schedule.request()
+            specs = validate_jobs(request, settings, ceiling)
+            if schedule.mode == "auto":
+                specs = automatic(specs, f"schedule-{schedule_id}")
+            record = await submit_batch(self.store, specs, settings, schedule_id=schedule_id,
+                                        webhook_url=request.webhook_url, tenant=schedule.tenant)
         await self.redis.hset(self.key(schedule_id), mapping={"last_batch": record.id,
                                                               "last_run_at": repr(record.created_at.timestamp())})
         await self.redis.hincrby(self.key(schedule_id), "runs", 1)
         metrics.observe_schedule_run("run")
+        return record
+
+    async def _crawl(self, schedule_id: str, raw: dict[str, Any], settings: Settings) -> BatchRecord:
+        """One run of a crawl schedule: a crawl whose batch is the run."""
+        crawl = await submit_crawl(self.store, crawl_spec(raw, settings), settings, schedule_id=schedule_id)
+        record = await self.batches.get(crawl.batch_id)
+        assert record is not None
         return record
 
     async def _previous_unfinished(self, schedule: Schedule) -> bool:

@@ -47,6 +47,10 @@ key                             type       holds
                                            last_batch, last_run_at
 ``P schedules``                 zset       schedule ids, score creation time
 ``P schedule:{id}:runs``        zset       the schedule's batch ids (its runs), score creation time
+``P schedule:{id}:snapshot``    string     JSON of the items and pages its last completed run read
+                                           (``schedules.change_store``), what the next run is compared with
+``P schedule:{id}:changes``     list       JSON of each run's changes (``schedules.changes.RunChanges``),
+                                           newest first, at most ``MAX_RUNS_KEPT``
 ``P credentials``               hash       credential set name -> JSON {secret names, created_at, the
                                            values as one Fernet token} (``secrets.credentials``)
 ``P profiles``                  hash       auth profile name -> JSON {version, updated_at, cookies,
@@ -87,6 +91,9 @@ key                             type       holds
                                            dead worker's slot lapses; the key expires with its leases
 ``P polite:{domain}:last``      string     politeness: Redis time of the latest navigation reserved on
                                            that domain (``politeness_navigation_reserve.lua``); expires
+``P polite:{domain}:backoff``   hash       politeness: the domain's adaptive back-off (``politeness_backoff.lua``):
+                                           level, at (Redis time of the last 429/503/blocked), until (no
+                                           navigation before); expires once it has recovered
 ``P robots:{origin}``           string     JSON {status, body} of that origin's robots.txt; expires
                                            ``BROWSERD_ROBOTS_TTL`` after the fetch
 ``P console:logout:{sid}``      string     a console session signed out (``daemon.console.access``): its
@@ -189,6 +196,12 @@ class Keys:
     def schedule_runs(self, schedule_id: str) -> str:
         return f"{self.prefix}schedule:{schedule_id}:runs"
 
+    def schedule_snapshot(self, schedule_id: str) -> str:
+        return f"{self.prefix}schedule:{schedule_id}:snapshot"
+
+    def schedule_changes(self, schedule_id: str) -> str:
+        return f"{self.prefix}schedule:{schedule_id}:changes"
+
     @property
     def credentials(self) -> str:
         return f"{self.prefix}credentials"
@@ -265,6 +278,9 @@ class Keys:
 
     def domain_last_navigation(self, domain: str) -> str:
         return f"{self.prefix}polite:{quote(domain, safe='')}:last"
+
+    def domain_backoff(self, domain: str) -> str:
+        return f"{self.prefix}polite:{quote(domain, safe='')}:backoff"
 
     def robots(self, origin: str) -> str:
         return f"{self.prefix}robots:{quote(origin, safe='')}"

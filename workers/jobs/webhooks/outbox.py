@@ -20,6 +20,7 @@ from typing import Any
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.model.result import JobResult
 from workers.jobs.queue.publish import send_webhook
+from workers.jobs.schedules.change_store import CHANGES_KIND, ChangeFeed
 from workers.jobs.store.codec import JobEnd
 from workers.jobs.store.jobs import JobStore
 
@@ -83,6 +84,10 @@ class Outbox:
         if owed.kind == "batch":
             record = await BatchStore(self.store).get(owed.ref)
             return {"batch": record.model_dump(mode="json")} if record else None
+        if owed.kind == CHANGES_KIND:
+            schedule_id, _, run = owed.ref.partition(":")
+            changes = await ChangeFeed(self.store).entry(schedule_id, run)
+            return {"changes": changes.model_dump(mode="json")} if changes else None
         [end] = await self.store.ends([owed.ref], with_result=result is None)
         return {"job": job_payload(end, result)} if end is not None else None
 

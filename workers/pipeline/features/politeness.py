@@ -13,7 +13,11 @@ a ``politeness`` event and in ``browserd_politeness_wait_seconds`` / ``_waiting_
 robots.txt is fetched through the job's own egress gate (its side door): the fetch is judged by
 the very rule the job's browser is, so politeness can never reach an address the job could not.
 
-Slots, spacing and the robots.txt cache live in the shared Redis, across every worker. A run with
+The gate also hears each main-frame document's answer: a 429 or 503 (with its ``Retry-After``)
+slows the site down for every worker (``DomainLimits.back_off``), as does a job that ends
+``blocked_by_site`` (``settle``). Each hit shows as a ``politeness`` event of kind ``backoff``.
+
+Slots, spacing, back-off and the robots.txt cache live in the shared Redis, across every worker. A run with
 no shared store (``browserd run`` without ``BROWSERD_REDIS_URL``) keeps them in this process, with
 the same rules.
 """
@@ -32,11 +36,21 @@ import cdp
 from workers.agent import URLBlocked
 from workers.jobs.metrics import politeness_waiting
 from workers.jobs.model.record import EventType
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.status import FailureCategory
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.politeness.domains import job_domain, url_domain
 from workers.jobs.politeness.options import PolitenessLimits, limits_for, robots_remedy
 from workers.jobs.politeness.robots import RobotsCache, RobotsFile
-from workers.jobs.politeness.slots import DomainLimits, HeldSlot, poll_slot
+from workers.jobs.politeness.slots import (
+    BACKOFF_STATUSES,
+    BackedOff,
+    BackoffRule,
+    DomainLimits,
+    HeldSlot,
+    poll_slot,
+    retry_after_seconds,
+)
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun
 from workers.pipeline.robots_lookup import Robots, robots_file
@@ -60,13 +74,21 @@ class Slots(Protocol):
 
     async def reserve_navigation(self, domain: str, min_delay: float) -> float: ...
 
+    async def back_off(self, domain: str, retry_after: float | None = None) -> BackedOff: ...
+
 
 class LocalLimits:
-    """Slots and spacing in this process, for a run with no shared store (one process: no leases)."""
+    """Slots, spacing and back-off in this process, for a run with no shared store (one process: no leases)."""
 
-    def __init__(self) -> None:
+    def __init__(self, backoff: BackoffRule = BackoffRule()) -> None:
         self.holders: dict[str, set[str]] = {}
         self.last: dict[str, float] = {}
+        self.backoff = backoff
+        self.hits: dict[str, tuple[int, float, float]] = {}  # domain -> (level, at, until), monotonic times
+
+    def _level(self, domain: str, now: float) -> tuple[int, float]:
+        level, at, until = self.hits.get(domain, (0, now, 0.0))
+        return max(0, level - int((now - at) // self.backoff.recovery)), until
 
     async def try_slot(self, domain: str, job_id: str, limit: int) -> bool:
         held = self.holders.setdefault(domain, set())
@@ -88,9 +110,22 @@ class LocalLimits:
 
     async def reserve_navigation(self, domain: str, min_delay: float) -> float:
         now = time.monotonic()
-        at = max(now, self.last.get(domain, now - min_delay) + min_delay)
+        level, until = self._level(domain, now)
+        delay = max(min_delay, self.backoff.spacing(level))
+        at = max(now, self.last.get(domain, now - delay) + delay, until)
         self.last[domain] = at
         return at - now
+
+    async def back_off(self, domain: str, retry_after: float | None = None) -> BackedOff:
+        now = time.monotonic()
+        level, until = self._level(domain, now)
+        level = min(level + 1, 30)
+        pause = self.backoff.spacing(level)
+        if retry_after is not None:
+            pause = max(pause, min(retry_after, self.backoff.cap))
+        until = max(until, now + pause)
+        self.hits[domain] = (level, now, until)
+        return BackedOff(domain, level, until - now)
 
 
 class LocalRobots:
@@ -112,8 +147,9 @@ class Politeness(Feature):
     def __init__(self, services: Services) -> None:
         super().__init__(services)
         redis = services.redis
-        self.domains: Slots = LocalLimits() if redis is None else DomainLimits(redis, services.keys,
-                                                                               services.stale_after)
+        rule = BackoffRule(cap=self.settings.politeness_backoff_max, recovery=self.settings.politeness_backoff_recovery)
+        self.domains: Slots = (LocalLimits(rule) if redis is None
+                               else DomainLimits(redis, services.keys, services.stale_after, rule))
         self.robots: Robots = (LocalRobots(self.settings.robots_ttl) if redis is None
                                else RobotsCache(redis, services.keys, self.settings.robots_ttl))
         self.held: dict[str, HeldSlot] = {}  # job id -> its slot
@@ -162,6 +198,26 @@ class Politeness(Feature):
         """Extend every slot this process's jobs hold."""
         await self.domains.renew(self.held.values())
 
+    async def settle(self, run: JobRun, result: JobResult) -> JobResult:
+        """A job the site blocked (a captcha, a bot wall) slows its site down for every worker."""
+        if result.category is FailureCategory.blocked_by_site:
+            domain = job_site(run.spec, run.inputs.spec)
+            if domain is not None:
+                await self.back_off(run, domain, None, reason="blocked_by_site")
+        return result
+
+    async def back_off(self, run: JobRun, domain: str, retry_after: float | None, reason: str) -> None:
+        """Slow ``domain`` down one level (``retry_after``: the site's own wait, capped), and say so."""
+        try:
+            hit = await self.domains.back_off(domain, retry_after)
+        except Exception as exc:  # politeness that cannot be recorded must not fail the job
+            log.warning("job %s: the back-off on %s was not recorded: %s", run.job_id, domain, exc)
+            return
+        log.info("job %s: %s slows %s down: level %d, no navigation for %.1fs", run.job_id, reason, domain,
+                 hit.level, hit.seconds)
+        await self.event(run, kind="backoff", domain=domain, reason=reason, level=hit.level,
+                         seconds=round(hit.seconds, 3), retry_after=retry_after)
+
 
 def job_site(job: JobSpec, running: JobSpec) -> str | None:
     """The registrable domain a job's slot is taken on: its own start URL's, else the one it runs
@@ -192,12 +248,17 @@ class JobGate:
         if self.limits.respect_robots_txt:
             found = await self._check_robots(url)
             delay = max(delay, found.crawl_delay(self.politeness.settings.robots_user_agent))
-        if delay > 0:
-            await self._space(domain, delay)
+        await self._space(domain, delay)  # also when 0: the domain may be backed off
+
+    async def after_response(self, url: str, status: int, retry_after: str | None) -> None:
+        """A 429 or 503 to one of the job's pages slows its site down (Retry-After honoured, capped)."""
+        domain = url_domain(url)
+        if domain is not None and status in BACKOFF_STATUSES:
+            await self.politeness.back_off(self.run, domain, retry_after_seconds(retry_after), reason=f"HTTP {status}")
 
     async def _space(self, domain: str, delay: float) -> None:
         """Wait for this navigation's turn on ``domain``: ``delay`` is the job's ``min_delay`` or the
-        site's ``Crawl-delay``, whichever is longer."""
+        site's ``Crawl-delay``, whichever is longer (or the domain's back-off, the Redis script decides)."""
         wait = await self.politeness.domains.reserve_navigation(domain, delay)
         if wait <= 0:
             return
