@@ -197,6 +197,22 @@ async def test_chrome_leaves_no_scratch_files_behind():
     assert set(scratch.glob("org.chromium.Chromium.*")) == before
 
 
+def test_chromes_scratch_folder_is_short_enough_for_its_socket_whatever_tmpdir_is() -> None:
+    """Where Chrome's ``$TMPDIR`` goes for a profile: beside it while Chrome's socket fits there,
+    else in a short folder, named after the profile (so its removal finds it)."""
+    from pathlib import Path
+
+    from cdp.confinement import CHROME_SOCKET, SHORT_ROOTS, SOCKET_PATH_MAX, scratch_of, socket_fits
+
+    short = Path("/tmp/run") / "browserd-chrome-abcd1234"
+    assert scratch_of(short) == Path("/tmp/run/cabcd1234")
+    deep = Path("/tmp") / ("a-rather-long-temporary-directory-" + "x" * 60) / "browserd-chrome-abcd1234"
+    scratch = scratch_of(deep)
+    assert str(scratch).startswith(SHORT_ROOTS) and scratch.name.endswith("cabcd1234") and socket_fits(scratch)
+    assert len(str(scratch) + CHROME_SOCKET) <= SOCKET_PATH_MAX < len(str(deep.parent / "cabcd1234") + CHROME_SOCKET)
+    assert scratch_of(deep) == scratch  # the same answer each time: the launch makes it, the removal finds it
+
+
 @pytest.mark.e2e  # launches Chrome
 @pytest.mark.parametrize("as_root_user", [True, False], ids=["chrome-user-if-root", "same-user"])
 async def test_a_long_tmpdir_still_launches_chrome(monkeypatch: pytest.MonkeyPatch, as_root_user: bool) -> None:
