@@ -21,7 +21,7 @@ from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
 from config.redis_client import connect
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, free_port
 from workers.jobs.store.keys import Keys
 from workers.jobs.store.scripts import PRELUDE, _composed, source
 
@@ -83,7 +83,9 @@ def test_a_script_listed_as_several_slots_does_touch_keys_in_several() -> None:
 @pytest.fixture(scope="module")
 def cluster_node() -> Iterator[RedisServer]:
     """A redis-server in cluster mode serving every slot: a script touching keys in two slots fails there."""
-    server = RedisServer(args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")).start()
+    # its own free bus port: the default (port + 10000) may be taken, or past 65535
+    server = RedisServer(args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                               "--cluster-port", str(free_port()))).start()
     client = redis.Redis(host="127.0.0.1", port=server.port, decode_responses=True)
     try:
         client.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", str(SLOTS - 1))

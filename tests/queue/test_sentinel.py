@@ -4,7 +4,8 @@ A master, a replica and three ``redis-sentinel`` processes on loopback (``tests/
 the API, a worker and beat pointed at the sentinels (``BROWSERD_REDIS_URL=sentinel://...``); a batch
 of script jobs runs, and the master is killed with SIGKILL mid-batch. The sentinels promote the
 replica; the batch completes, no job runs twice (by its event stream, and by the site: each job opens
-its own page, which must be asked for once), and the API answers again.
+its own page, which must be asked for once), the API answers again, and a schedule made after the
+fail-over fires (RedBeat reaches the new master through the sentinels, in the API and in beat).
 """
 
 from __future__ import annotations
@@ -92,6 +93,12 @@ def test_a_batch_completes_once_across_a_sentinel_failover() -> None:
         assert len(found) == JOBS and all(j["state"] == "succeeded" for j in found.values()), record
         doubled = [job_id for job_id in found if ran_twice(states(s, job_id))]
         assert doubled == [], doubled
-        visits = [path for path, _ in site.visits]
+        visits = [path for path, _ in site.visits if path.startswith("/job/")]
         assert sorted(visits) == sorted(f"/job/{n}" for n in range(JOBS)), visits
-        assert beat.alive, beat.log()
+
+        # RedBeat on the new master: the API saves a schedule through the sentinels, beat fires it
+        status, made = s.call("POST", "/v1/schedules", {"every": 2, "job": {"script": job_script(site.url("/tick"))}})
+        assert status == 201, made
+        wait_until(lambda: any(path == "/tick" for path, _ in site.visits), 120,
+                   f"the schedule to fire after the fail-over ({beat.log_path})", interval=0.5)
+        assert s.call("DELETE", f"/v1/schedules/{made['id']}")[0] in (200, 204)
