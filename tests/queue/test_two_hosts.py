@@ -69,6 +69,9 @@ def test_a_host_dies_mid_batch_and_every_job_finishes_once(deploy: Stack, s3: S3
         return on_a or None
 
     lost = wait_until(a_under_way, 120, "a job under way on host A", interval=0.05)
+    for job_id in lost:  # someone watches them in the console: the API lists what host A wrote so far
+        wait_until(lambda job_id=job_id: deploy.call("GET", f"/v1/jobs/{job_id}/artifacts")[1], 30,
+                   f"host A's first screenshot of {job_id}")
     family = kill_host(host_a)
     wait_until(lambda: not any(running(pid) for pid in family), 15, "host A's processes to be gone")
 
