@@ -149,6 +149,7 @@ def test_the_fast_tier_alone_deselects_what_is_marked_or_keyed(tmp_path: Path) -
     ([sys.executable, "-m", "pproxy", "-l", "http://127.0.0.1:1"], "pproxy"),
     (["celery", "-A", "workers.celery_app", "worker"], "celery"),
     (["/usr/bin/alertmanager", "--config.file=x"], "alertmanager"),
+    ([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", "1"], "moto (an S3 server)"),
     (["redis-server", "--port", "1"], None),
     ([sys.executable, "-c", "import daemon.client"], None),
     ([sys.executable, "-m", "mkdocs", "build"], None),

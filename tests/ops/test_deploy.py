@@ -339,7 +339,7 @@ def run_setup(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
 def test_runtime_setup_installs_no_dev_tools(tmp_path: Path) -> None:
     apt, pip = run_setup(tmp_path / "runtime", "--runtime")
     assert apt == []  # no redis-server, no Prometheus tools
-    assert len(pip) == 1 and pip[0].endswith(" .")  # browserd itself: no [dev] extras, no miniwob
+    assert len(pip) == 1 and pip[0].endswith(" .[s3]")  # browserd itself with S3 for artifacts: no [dev] extras, no miniwob
 
     apt, pip = run_setup(tmp_path / "dev")
     assert {"redis-server", "prometheus", "prometheus-alertmanager", "prometheus-redis-exporter"} <= set(apt[0].split())

@@ -91,7 +91,8 @@ class Stack:
     ``backend``: the Redis the stack uses (and stops when it closes) instead of starting one."""
 
     def __init__(self, *, aof: bool = False, redis_password: str | None = None, backend: RedisBackend | None = None,
-                 **settings: Any) -> None:
+                 env: dict[str, str] | None = None, **settings: Any) -> None:
+        """``settings`` are BROWSERD_* settings; ``env``, other variables every process gets (an S3's)."""
         self.dir = Path(tempfile.mkdtemp(prefix="browserd-queue-test-"))
         self.backend: RedisBackend = backend or RedisServer(aof=aof, password=redis_password).start()
         self.api_port = free_port()
@@ -108,6 +109,7 @@ class Stack:
             # the fixture site and scripted LLM are on 127.0.0.1, a private network jobs must open
             "BROWSERD_ALLOWED_NETWORKS": os.environ.get("BROWSERD_ALLOWED_NETWORKS", "127.0.0.1/32"),
             **{f"BROWSERD_{k.upper()}": str(v) for k, v in settings.items()},
+            **(env or {}),
         }
         # the one client factory: a Sentinel URL's client follows the master through a fail-over
         self.redis = connect_sync(self.backend.url, socket_timeout=None, retries=5 if backend else 0)
@@ -137,12 +139,13 @@ class Stack:
                 return resp.status == 200
         return False
 
-    def start_worker(self, concurrency: int = 4, queues: str | None = None) -> Proc:
-        """A worker process; ``queues`` (e.g. ``high``) limits the job queues it consumes."""
+    def start_worker(self, concurrency: int = 4, queues: str | None = None, env: dict[str, str] | None = None) -> Proc:
+        """A worker process; ``queues`` (e.g. ``high``) limits the job queues it consumes; ``env``
+        adds to (or overrides) the stack's variables for this worker alone."""
         self._count += 1
         args = [sys.executable, "-m", "daemon", "worker", f"--concurrency={concurrency}",
                 f"--name=test{self._count}-%h", *([f"--queues={queues}"] if queues else [])]
-        worker = Proc(f"worker{self._count}", args, self.env, self.dir)
+        worker = Proc(f"worker{self._count}", args, {**self.env, **(env or {})}, self.dir)
         self.workers.append(worker)
         wait_until(lambda: self._worker_up(worker), 90, f"{worker.name} to report ready ({worker.log_path})")
         return worker
@@ -200,6 +203,15 @@ class Stack:
                 return exc.code, json.loads(body_bytes)
             except ValueError:
                 return exc.code, body_bytes.decode(errors="replace")
+
+    def fetch(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        """(status, headers, body) of a GET of a file the API serves (an artifact), with the token."""
+        req = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {TOKEN}"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read()
 
     def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
         status, job = self.call("POST", "/v1/jobs", spec)
@@ -260,8 +272,9 @@ def running(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def stack(*, aof: bool = False, redis_password: str | None = None, **settings: Any) -> Iterator[Stack]:
-    s = Stack(aof=aof, redis_password=redis_password, **settings)
+def stack(*, aof: bool = False, redis_password: str | None = None, env: dict[str, str] | None = None,
+          **settings: Any) -> Iterator[Stack]:
+    s = Stack(aof=aof, redis_password=redis_password, env=env, **settings)
     try:
         s.start_api()
         yield s

@@ -8,7 +8,6 @@ import json
 import re
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,12 +46,7 @@ def finished(s: Stack, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def fetch(s: Stack, path: str) -> tuple[int, dict[str, str], bytes]:
-    req = urllib.request.Request(s.url + path, headers={"Authorization": f"Bearer {TOKEN}"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, dict(resp.headers), resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+    return s.fetch(path)
 
 
 def test_a_failing_job_keeps_screenshots_page_and_console_and_serves_them(deploy: Stack, site: StaticServer) -> None:

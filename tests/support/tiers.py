@@ -2,7 +2,7 @@
 
 A test is ``e2e`` when it needs Chromium, a browserd process (``python -m daemon ...``: the API,
 a worker, beat, the CLI, the MCP server), Celery, a real upstream proxy (pproxy) or another
-server process (Prometheus, Alertmanager, redis_exporter). Everything else is the fast tier:
+server process (Prometheus, Alertmanager, redis_exporter, moto's S3). Everything else is the fast tier:
 models, specs, the codec, the failure table, prompt builders, ``dom`` on recorded snapshots, the
 pipeline's stages with collaborators that need no browser. A fast test may start a redis-server
 (about 10 ms, one per module) and in-process threads (static sites, the scripted model).
@@ -52,6 +52,7 @@ E2E_FIXTURES = frozenset({
     "upstream",  # tests/cdp/test_upstream_proxy.py, tests/agent/test_browser_settings.py: pproxy
     "alertmanager",  # tests/ops/test_alerts.py: Alertmanager and the alert receiver script
     "redis_exporter",  # tests/ops/test_live_scrape.py
+    "s3",  # tests/queue/conftest.py: moto's S3 server (tests/support/s3_server.py)
 })
 """Fixtures that start Chromium or a server process; a test whose fixture closure holds one is e2e."""
 
@@ -72,6 +73,8 @@ def e2e_process(argv: Sequence[str]) -> str | None:
         return "Chromium"
     if "daemon" in modules or "browserd" in names:
         return "a browserd process (python -m daemon)"
+    if "moto.server" in modules or "moto_server" in names:
+        return "moto (an S3 server)"
     for server in ("celery", "pproxy", "uvicorn", "prometheus", "alertmanager", "redis_exporter"):
         if server in modules or server in names:
             return server

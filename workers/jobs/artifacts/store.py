@@ -10,6 +10,11 @@ names after ``run-N-`` (``names.run_name``). Names are checked on every access
 the reconciler when its record expires (``BROWSERD_RESULT_TTL``).
 
 fsspec is synchronous; callers on an event loop use ``asyncio.to_thread`` (or ``offload.ainline``).
+
+Object stores' filesystems (s3fs, gcsfs) cache directory listings in the process, and fsspec shares
+one filesystem object per URL: a listing the API made while a job ran would hide the files the
+job's worker (another process, another host) wrote after it. Every read forgets the job folder's
+cached listing first (``fresh``), so each answer is what the store holds now.
 """
 
 from __future__ import annotations
@@ -107,6 +112,10 @@ class JobArtifacts:
     def path(self, name: str) -> str:
         return f"{self.folder}/{safe_name(name)}"
 
+    def fresh(self) -> None:
+        """Forget what this process cached of the folder's listing: another process may have written it."""
+        self.fs.invalidate_cache(self.folder)
+
     def link(self, name: str, size: int) -> ArtifactLink:
         return ArtifactLink(name=name, size=size, content_type=content_type(name), url=link_path(self.job_id, name),
                             run=run_of(name))
@@ -131,6 +140,7 @@ class JobArtifacts:
 
     def list(self) -> list[ArtifactLink]:
         """Every file, by name (empty when the job kept none)."""
+        self.fresh()
         try:
             entries = self.fs.ls(self.folder, detail=True)
         except FileNotFoundError:
@@ -143,12 +153,14 @@ class JobArtifacts:
         return sorted(links, key=lambda link: link.name)
 
     def size(self, name: str) -> int:
+        self.fresh()
         try:
             return int(self.fs.size(self.path(name)))
         except FileNotFoundError:
             raise NoSuchArtifact(name, f"job {self.job_id} has no such artifact") from None
 
     def read(self, name: str) -> bytes:
+        self.fresh()
         try:
             with self.fs.open(self.path(name), "rb") as fh:
                 return fh.read()
@@ -162,6 +174,7 @@ class JobArtifacts:
                 yield chunk
 
     def delete(self) -> bool:
+        self.fresh()
         try:
             if not self.fs.exists(self.folder):
                 return False
