@@ -19,6 +19,7 @@ from tests.batches.helpers import batch, wait_completed
 from tests.batches.test_cli import browserd
 from daemon.client import AsyncClient, Client
 from tests.queue.stack import TOKEN, Stack, stack, wait_until
+from tests.queue.test_politeness import worker_sample
 from tests.support.crawl_site import CrawlSite
 from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.crawls.urls import normalise
@@ -30,7 +31,7 @@ MAX_DEPTH = 4
 
 @pytest.fixture(scope="module")
 def crawler() -> Iterator[Stack]:
-    with stack() as s:
+    with stack(metrics_port=0) as s:
         s.start_worker(concurrency=4)
         yield s
 
@@ -249,5 +250,7 @@ def test_a_429_with_retry_after_slows_the_site_for_every_page_after_it(crawler: 
                 assert waits[0]["min_delay"] == 0, "the wait came from the back-off, not a configured delay"
             level = crawler.redis.hget("browserd:polite:127.0.0.1:backoff", "level")
             assert level == "1", level  # shared in Redis, for every worker
+            assert worker_sample(crawler, "browserd_politeness_backoffs_total", reason="http_429") == 1
+            assert worker_sample(crawler, "browserd_crawl_pages_total", outcome="succeeded") >= 3
     finally:
         crawler.redis.delete("browserd:polite:127.0.0.1:backoff")

@@ -20,6 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+import workers.jobs.metrics as metrics
 from workers.jobs.crawls.models import CRAWL_LABEL, CrawlSpec, PageMode
 from workers.jobs.crawls.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
 from workers.jobs.crawls.store import CrawlStore, FoundURL, PageInfo
@@ -59,6 +60,8 @@ class Crawls(Feature):
         held = await self.crawls.spec(crawl_id)
         if page is None or held is None:  # not a page of that crawl (a label anyone may set), or it is gone
             return result
+        if result.status in (JobStatus.succeeded, JobStatus.failed):
+            metrics.observe_crawl_pages(result.status.value)
         try:
             return await self._grow(run, result, crawl_id, page, held.spec)
         except Exception:  # the page's own result stands; what it found is lost, not the page
@@ -89,6 +92,7 @@ class Crawls(Feature):
         canonical = _canonical(state, scope, tracking)
         await self.crawls.mark_seen(crawl_id, [u for u in (final, canonical) if u and u != page.url])
         await self.crawls.count_skips(crawl_id, dict(skips))
+        metrics.observe_crawl_skips(dict(skips))
         await grow(self.crawls, crawl_id, found, self.settings)
         await self.crawls.note_page(crawl_id, run.job_id, final_url=final, canonical=canonical, links=len(in_scope))
         if spec.mode is PageMode.extract and result.status is JobStatus.succeeded and state is not None:

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import cdp
 from workers.agent import URLBlocked
+import workers.jobs.metrics as metrics
 from workers.jobs.metrics import politeness_waiting
 from workers.jobs.model.record import EventType
 from workers.jobs.model.result import JobResult
@@ -213,6 +214,7 @@ class Politeness(Feature):
         except Exception as exc:  # politeness that cannot be recorded must not fail the job
             log.warning("job %s: the back-off on %s was not recorded: %s", run.job_id, domain, exc)
             return
+        metrics.observe_backoff(reason.lower().replace(" ", "_"))
         log.info("job %s: %s slows %s down: level %d, no navigation for %.1fs", run.job_id, reason, domain,
                  hit.level, hit.seconds)
         await self.event(run, kind="backoff", domain=domain, reason=reason, level=hit.level,
