@@ -29,9 +29,10 @@ from workers.jobs.crawls.urls import SKIP, normalise
 from workers.jobs.ids import is_id
 from workers.jobs.lifecycle.crawling import grow
 from workers.jobs.model.result import JobResult
-from workers.jobs.model.status import JobStatus
+from workers.jobs.model.status import FailureCategory, JobStatus
 from workers.jobs.politeness.options import limits_for
 from workers.jobs.politeness.robots import RobotsCache, RobotsFile, robots_url
+from workers.jobs.politeness.slots import SiteAnswer
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.robots_lookup import robots_file
 from workers.pipeline.run import JobRun
@@ -60,6 +61,7 @@ class Crawls(Feature):
         held = await self.crawls.spec(crawl_id)
         if page is None or held is None:  # not a page of that crawl (a label anyone may set), or it is gone
             return result
+        result = _refused_by_site(run, result, page.url, held.spec.tracking_params)
         if result.status in (JobStatus.succeeded, JobStatus.failed):
             metrics.observe_crawl_pages(result.status.value)
         try:
@@ -176,6 +178,20 @@ class Crawls(Feature):
                     pages.append(FoundURL(url, 0, address))
         await self.crawls.note_sitemaps(crawl_id, len(pages), errors)
         return pages
+
+
+def _refused_by_site(run: JobRun, result: JobResult, url: str, tracking: list[str]) -> JobResult:
+    """A page the site answered 429 or 503 was not read: its visit failed (``blocked_by_site``), so
+    what it showed (the site's refusal) is not taken for the page's data, nor for a change of it."""
+    answer = run.get(SiteAnswer)
+    if answer is None or not answer.slows or result.status is not JobStatus.succeeded \
+            or normalise(answer.url, tracking) != url:
+        return result
+    wait = f", Retry-After {answer.retry_after:g}s" if answer.retry_after is not None else ""
+    return result.model_copy(update={
+        "status": JobStatus.failed, "category": FailureCategory.blocked_by_site, "data": None,
+        "error": f"the site answered HTTP {answer.status} to {url}{wait}: the page was not read (its site is "
+                 "slowed down for every worker)"})
 
 
 def _canonical(state: Any | None, scope: Scope, tracking: list[str]) -> str | None:
