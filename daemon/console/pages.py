@@ -54,6 +54,7 @@ from workers.jobs.model.spec import STORED_NAME, FollowUpRequest
 from workers.jobs.model.status import JobStatus
 from workers.jobs.recipes.models import RecipeInfo, describe_step
 from workers.jobs.recipes.store import RecipeStore
+from workers.jobs.schedules.change_store import ChangeFeed
 from workers.jobs.schedules.store import ScheduleStore
 from workers.jobs.store.jobs import LIST_LIMIT_MAX, JobStore
 from workers.jobs.store.streams import END, sse
@@ -336,6 +337,8 @@ async def batch_cancel(request: Request, batch_id: str, session: Actor) -> Respo
 
 # --- schedules ---------------------------------------------------------------------------------
 
+CONSOLE_CHANGES = 10  # the newest runs' changes a schedule's page shows
+
 @router.get("/schedules", response_class=HTMLResponse)
 async def schedules_page(request: Request, session: Viewer) -> Response:
     schedules = await ScheduleStore(store_of(request)).list()
@@ -349,7 +352,9 @@ async def schedule_page(request: Request, schedule_id: str, session: Viewer) -> 
     if schedule is None:
         raise NotFound(f"No schedule with id {schedule_id!r}.")
     runs = await schedules.runs(schedule_id, 50)
-    return render(request, "schedule.html", {"schedule": schedule, "runs": runs}, csrf=session.csrf)
+    changes = list(reversed(await ChangeFeed(store_of(request)).entries(schedule_id, limit=CONSOLE_CHANGES)))
+    return render(request, "schedule.html", {"schedule": schedule, "runs": runs, "changes": changes},
+                  csrf=session.csrf)
 
 
 @router.post("/schedules/{schedule_id}/{action}")

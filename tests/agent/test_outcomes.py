@@ -6,6 +6,12 @@ Each failure reason is driven by the scripted model through the real client, on 
 from __future__ import annotations
 
 from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, plan, run
+from tests.support.jobs import run_job
+from tests.support.redis_server import RedisServer
+from workers.jobs.model.spec import JobSpec
+from workers.jobs.politeness.domains import url_domain
+from workers.jobs.store.connection import connect
+from workers.jobs.store.keys import Keys
 from tests.support.llm_server import Reply
 from workers.agent.prompts import SECURITY_RULES, navigator_system, planner_system
 from workers.jobs.model.status import FailureCategory, JobStatus
@@ -30,6 +36,23 @@ async def test_the_navigators_reason_wins_when_the_planner_confirms(pool, site, 
     result, _, _ = await run(pool, settings, task="Read the prices", start_url=site.url("agent/captcha.html"))
     assert (result.status, result.category) == (JobStatus.failed, FailureCategory.blocked_by_site)
     assert result.error == "the site blocked the agent (captcha or bot wall): A captcha stops us."
+
+
+async def test_a_site_that_blocks_the_agent_is_slowed_down_for_every_worker(pool, site, llm, settings,
+                                                                            redis: RedisServer) -> None:
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="A captcha stops us."))
+    llm.add(NAVIGATOR, act({"done": {"text": "captcha", "success": False, "reason": "blocked_by_site"}}))
+    shared = connect(redis.url)  # the store every worker shares: the back-off is kept there
+    try:
+        url = site.url("agent/captcha.html")
+        async with pool.lease() as lease:
+            result = await run_job(JobSpec(task="Read the prices", start_url=url), lease, settings=settings,
+                                   redis=shared)
+        assert result.category == FailureCategory.blocked_by_site
+        held = await shared.hgetall(Keys().domain_backoff(url_domain(url) or ""))
+        assert held.get("level") == "1" and float(held["until"]) > float(held["at"]), held  # slowed, for a while
+    finally:
+        await shared.aclose()
 
 
 async def test_done_with_success_false_and_no_reason_is_incomplete(pool, site, llm, settings):

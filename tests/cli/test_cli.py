@@ -274,3 +274,24 @@ def test_tenant_keys_from_the_command_line(deploy: Stack, site: StaticServer) ->
     assert browserd(deploy, "--token", new_key, "jobs").returncode == 0
     assert "REVOKED" in browserd(deploy, "tenant", "revoke", "cli-acme").stdout
     assert browserd(deploy, "--token", new_key, "jobs").returncode != 0
+
+
+def test_a_crawl_schedule_and_its_change_feed_from_the_command_line(deploy: Stack, tmp_path: Path) -> None:
+    spec = tmp_path / "site.json"
+    spec.write_text(json.dumps({"start_urls": ["https://shop.example/"], "max_pages": 5}))
+    made = browserd(deploy, "schedule", "create", "--every", "3600", "--paused", "--crawl", str(spec), "--json")
+    assert made.returncode == 0, made.stderr
+    schedule = json.loads(made.stdout)
+    assert schedule["crawl"] == {"start_urls": ["https://shop.example/"], "max_pages": 5} and schedule["job"] is None
+    bad = browserd(deploy, "schedule", "create", "--every", "3600", "--crawl", '{"start_urls": ["https://a.example/"], '
+                   '"max_depth": -1}')
+    assert bad.returncode == 1 and "crawl.max_depth" in bad.stderr, bad.stderr
+    assert browserd(deploy, "schedule", "create", "--every", "3600", "--crawl", "{nope").returncode == 2
+    none = browserd(deploy, "changes", schedule["id"])
+    assert none.returncode == 0 and f"no runs of {schedule['id']} compared yet" in none.stdout, none.stderr
+    assert browserd(deploy, "changes", schedule["id"], "--json").stdout.strip() == "[]"
+    missing = browserd(deploy, "changes", "0" * 32)
+    assert missing.returncode == 1 and "no schedule" in missing.stderr
+    for flags in (("--limit", "0"), ("--since", "yesterday")):
+        refused = browserd(deploy, "changes", schedule["id"], *flags)
+        assert refused.returncode == 2 and flags[0] in refused.stderr, refused.stderr

@@ -19,6 +19,7 @@ from tests.batches.helpers import batch, wait_completed
 from tests.batches.test_cli import browserd
 from daemon.client import AsyncClient, Client
 from tests.queue.stack import TOKEN, Stack, stack, wait_until
+from tests.queue.test_politeness import worker_sample
 from tests.support.crawl_site import CrawlSite
 from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.crawls.urls import normalise
@@ -30,7 +31,7 @@ MAX_DEPTH = 4
 
 @pytest.fixture(scope="module")
 def crawler() -> Iterator[Stack]:
-    with stack() as s:
+    with stack(metrics_port=0) as s:
         s.start_worker(concurrency=4)
         yield s
 
@@ -242,6 +243,10 @@ def test_a_429_with_retry_after_slows_the_site_for_every_page_after_it(crawler: 
             assert busy == [{"kind": "backoff", "domain": "127.0.0.1", "reason": "HTTP 429", "level": 1,
                              "seconds": busy[0]["seconds"], "retry_after": retry_after}], busy
             assert 0 < busy[0]["seconds"] <= retry_after
+            refused = by_url[site.url("/busy")]  # the site's refusal is not taken for the page
+            assert (refused["status"], refused["category"], refused["data"]) == ("failed", "blocked_by_site", None)
+            assert refused["error"].startswith(f"the site answered HTTP 429 to {site.url('/busy')}, Retry-After 10s")
+            assert final["failed"] == 1
             for path in ("/about", "/section/0"):  # found on the 429 page: each waited for the site's turn
                 waits = [data for kind, data in crawler.events(by_url[site.url(path)]["job_id"])
                          if kind == "politeness" and data.get("kind") == "navigation"]
@@ -249,5 +254,8 @@ def test_a_429_with_retry_after_slows_the_site_for_every_page_after_it(crawler: 
                 assert waits[0]["min_delay"] == 0, "the wait came from the back-off, not a configured delay"
             level = crawler.redis.hget("browserd:polite:127.0.0.1:backoff", "level")
             assert level == "1", level  # shared in Redis, for every worker
+            assert worker_sample(crawler, "browserd_politeness_backoffs_total", reason="http_429") == 1
+            assert worker_sample(crawler, "browserd_crawl_pages_total", outcome="succeeded") >= 2
+            assert worker_sample(crawler, "browserd_crawl_pages_total", outcome="failed") >= 1
     finally:
         crawler.redis.delete("browserd:polite:127.0.0.1:backoff")

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bench.tenancy import deployed
+from tests.frontends.tenancy import ADMIN
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.lifecycle.finishing import Finisher
 from workers.jobs.model.result import JobResult
@@ -107,6 +108,16 @@ def test_each_run_is_compared_with_the_one_before_and_only_its_owner_sees_it(api
     assert [r["run"] for r in since] == [third]
     assert [r["run"] for r in api.get(path, params={"limit": 1}, headers=acme).json()] == [third]
     assert len(api.get(path).json()) == 3  # the operator sees every schedule
+
+    login = api.post("/ui/login", data={"token": ADMIN, "next": "/ui/"}, headers={"Origin": str(api.base_url)})
+    assert login.status_code == 303, login.text
+    page = api.get(f"/ui/schedules/{sid}")  # the console shows the diff, newest run first
+    assert page.status_code == 200
+    shown = page.text[page.text.index('id="changes"'):]
+    assert shown.index(third) < shown.index(second) < shown.index(first)
+    assert "1 added, 1 changed, 1 removed, 0 pages gone" in " ".join(shown.split())
+    assert "+ A3" in shown and "− A2" in shown and "<del>10</del> → <ins>12</ins>" in shown
+    assert "the baseline (first run)" in shown
 
     hidden = api.get(path, headers=beta)  # another tenant: exactly as if there were none
     assert hidden.status_code == 404 and sid in hidden.json()["message"] and first not in hidden.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from workers.jobs.schedules.changes import MAX_LISTED, FieldChange, PageData, Snapshot, compare, keyed_items
+from workers.jobs.schedules.changes import MAX_LISTED, FieldChange, Keyed, PageData, Snapshot, compare, keyed_items
 
 AT = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
 PRODUCTS = {"type": "object", "properties": {"products": {"type": "array", "items": {
@@ -75,9 +75,9 @@ def test_without_x_key_each_pages_data_is_one_item_keyed_by_its_url() -> None:
 
 def test_x_key_is_found_at_the_top_in_arrays_and_objects_and_items_without_a_key_are_not_tracked() -> None:
     one = {"type": "object", "x-key": "id"}
-    assert keyed_items(one, {"id": 7, "name": "x"}) == [("7", {"id": 7, "name": "x"})]
+    assert keyed_items(one, {"id": 7, "name": "x"}) == [Keyed("7", {"id": 7, "name": "x"})]
     assert keyed_items({"type": "array", "items": one}, [{"id": "a"}, {"name": "no key"}, "junk", {"id": True}]) == [
-        ("a", {"id": "a"})]
+        Keyed("a", {"id": "a"})]
     assert keyed_items(PRODUCTS, {"products": "not a list"}) == [] and keyed_items(PRODUCTS, None) == []
 
 

@@ -13,6 +13,9 @@ URLs, and a thousand variants of one page differing only in tracking parameters 
 ``busy``: ``/busy`` answers 429 with ``Retry-After: {busy}`` (a page linking ``/about`` and
 ``/section/0``), and the home page links it.
 
+``hold`` makes each page's answer take that long, so pages visited at once overlap at the site
+(``most_in_flight``: the most page requests answered at once).
+
 ``plant(changed, gone, added)`` makes the site's next version, for a second run's change feed: the
 text of the ``changed`` items' pages differs, the ``gone`` orphans are dropped from the sitemaps and
 answer 404, ``added`` new orphans are listed; ``planted()`` is what a comparison must then report.
@@ -23,9 +26,12 @@ requests per normalised URL (``workers.jobs.crawls.urls.normalise``), robots.txt
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import threading
+import time
 from collections import Counter
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -36,9 +42,12 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 class CrawlSite:
     def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0,
-                 hostile: bool = False, busy: int = 0) -> None:
+                 hostile: bool = False, busy: int = 0, hold: float = 0.0) -> None:
         self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
         self.busy = busy
+        self.hold = hold  # seconds each page's answer takes (so visits at once overlap and show)
+        self.in_flight = 0
+        self.most_in_flight = 0  # the most page requests the site answered at once
         self.revised: set[tuple[int, int]] = set()  # items whose text changed
         self.gone: set[int] = set()  # orphans removed
         self.added = 0  # orphans added after the first ``orphans``
@@ -53,7 +62,8 @@ class CrawlSite:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
-                status, kind, body = site.answer(self.path)
+                with site.serving(self.path):
+                    status, kind, body = site.answer(self.path)
                 self.send_response(status)
                 if status == 429:
                     self.send_header("Retry-After", str(site.busy))
@@ -79,6 +89,23 @@ class CrawlSite:
 
     def url(self, path: str) -> str:
         return self.origin + path
+
+    @contextlib.contextmanager
+    def serving(self, path: str) -> Iterator[None]:
+        """Count a page request in flight (robots.txt and sitemaps apart), held ``hold`` seconds."""
+        page = not (path.startswith("/robots.txt") or path.startswith("/sitemap") or path == "/favicon.ico")
+        if page:
+            with self.lock:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if page and self.hold:
+                time.sleep(self.hold)
+            yield
+        finally:
+            if page:
+                with self.lock:
+                    self.in_flight -= 1
 
     # --- what a full crawl must find ---------------------------------------------------------
 

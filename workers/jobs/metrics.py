@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -53,6 +53,7 @@ from prometheus_client.registry import Collector
 
 from config.isolation import IsolationLayer
 from config.redis_client import connect_sync
+from workers.jobs.crawls.urls import SKIP
 from workers.jobs.model.result import StepRecord
 from workers.jobs.model.status import FailureCategory, JobStatus, LlmOutcome
 from workers.jobs.queue.names import QUEUES, SESSIONS_QUEUE, WEBHOOK_QUEUE
@@ -84,6 +85,10 @@ SESSION_OUTCOMES = ("ok", "action_failed", "url_blocked", "start_failed", "inval
 SESSION_END_REASONS = ("closed", "idle", "max_seconds", "dropped", "worker_stopping", "start_failed", "browser_failed",
                        "failed")
 POLITENESS_WAITS = ("slot", "navigation")  # what a job waits for: a slot on its domain, or its next navigation
+CHANGE_KINDS = ("added", "changed", "removed")  # what the change feed counts of items
+BACKOFF_REASONS = ("http_429", "http_503", "blocked_by_site")  # what slowed a domain down
+CRAWL_PAGE_OUTCOMES = ("queued", "succeeded", "failed")  # a crawl's page: queued for a visit, its visit's end
+CRAWL_SKIPS = astuple(SKIP)  # why a found link was not queued
 REPLAY_OUTCOMES = tuple(o.value for o in ReplayOutcome)
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 UNMATCHED_ROUTE = "unmatched"  # the route label of a request no route matched (a 404 for any path)
@@ -140,10 +145,20 @@ REPLAY_STEPS = Counter("browserd_replay_steps", "Recipe steps, by outcome (repla
                        "step that did not match the page).", ["outcome"])
 TOKENS_SAVED = Counter("browserd_llm_tokens_saved", "LLM tokens recipe replays did not spend, estimated from the "
                        "recorded run (its tokens, minus what healing used).")
+CRAWL_PAGES = Counter("browserd_crawl_pages", "Crawl pages, by outcome (queued: a page job created; succeeded, "
+                      "failed: its visit ended).", ["outcome"])
+CRAWL_SKIPPED = Counter("browserd_crawl_links_skipped", "Links crawls found and did not queue, by reason (scope, "
+                        "depth, robots, dedup, budget).", ["reason"])
+POLITENESS_BACKOFFS = Counter("browserd_politeness_backoffs", "Times a registrable domain was slowed down, by what "
+                              "the site did (http_429, http_503: its answer to a page; blocked_by_site: a job's "
+                              "verdict).", ["reason"])
+SCHEDULE_CHANGES = Counter("browserd_schedule_changes", "Items the change feed found across schedule runs, by kind "
+                           "(added, changed, removed).", ["kind"])
 EVENT_METRICS = (BUILD_INFO, JOBS_TOTAL, TENANT_JOBS, JOB_DURATION, QUEUE_WAIT, STEPS, STEP_SECONDS, LLM_REQUESTS, LLM_TOKENS,
                  LLM_LATENCY, LEASE_WAIT, CRASHES, RECYCLES, DOM_CAPTURE, DOM_ELEMENTS, WEBHOOKS, WEBHOOK_SECONDS,
                  BATCHES_SUBMITTED, BATCHES_COMPLETED, SCHEDULE_RUNS, API_REQUESTS, API_LATENCY, SESSION_COMMANDS,
-                 SESSIONS_ENDED, POLITENESS_WAIT, POLITENESS_WAITING, REPLAY_STEPS, TOKENS_SAVED)
+                 SESSIONS_ENDED, POLITENESS_WAIT, POLITENESS_WAITING, REPLAY_STEPS, TOKENS_SAVED, CRAWL_PAGES,
+                 CRAWL_SKIPPED, POLITENESS_BACKOFFS, SCHEDULE_CHANGES)
 
 
 def _version() -> str:
@@ -172,6 +187,14 @@ def _init_series() -> None:
         POLITENESS_WAITING.labels(kind)
     for outcome in REPLAY_OUTCOMES:
         REPLAY_STEPS.labels(outcome)
+    for outcome in CRAWL_PAGE_OUTCOMES:
+        CRAWL_PAGES.labels(outcome)
+    for reason in CRAWL_SKIPS:
+        CRAWL_SKIPPED.labels(reason)
+    for reason in BACKOFF_REASONS:
+        POLITENESS_BACKOFFS.labels(reason)
+    for kind in CHANGE_KINDS:
+        SCHEDULE_CHANGES.labels(kind)
     BUILD_INFO.info({"version": _version()})
 
 
@@ -283,6 +306,35 @@ def politeness_waiting(kind: str) -> Iterator[None]:
     finally:
         POLITENESS_WAITING.labels(kind).dec()
         POLITENESS_WAIT.labels(kind).observe(time.monotonic() - started)
+
+
+def observe_crawl_pages(outcome: str, n: int = 1) -> None:
+    """``n`` pages of crawls queued, or one page's visit ended; ``outcome`` is one of ``CRAWL_PAGE_OUTCOMES``."""
+    if outcome not in CRAWL_PAGE_OUTCOMES:
+        raise ValueError(f"{outcome!r} is not one of {CRAWL_PAGE_OUTCOMES}")
+    if n:
+        CRAWL_PAGES.labels(outcome).inc(n)
+
+
+def observe_crawl_skips(skips: dict[str, int]) -> None:
+    """Links a crawl's page found and did not queue, by reason (one of ``CRAWL_SKIPS``)."""
+    for reason, n in skips.items():
+        if n and reason in CRAWL_SKIPS:
+            CRAWL_SKIPPED.labels(reason).inc(n)
+
+
+def observe_backoff(reason: str) -> None:
+    """A domain slowed down; ``reason`` is one of ``BACKOFF_REASONS``."""
+    if reason not in BACKOFF_REASONS:
+        raise ValueError(f"{reason!r} is not one of {BACKOFF_REASONS}")
+    POLITENESS_BACKOFFS.labels(reason).inc()
+
+
+def observe_changes(added: int, changed: int, removed: int) -> None:
+    """One schedule run compared with the one before."""
+    for kind, n in zip(CHANGE_KINDS, (added, changed, removed)):
+        if n:
+            SCHEDULE_CHANGES.labels(kind).inc(n)
 
 
 def observe_batch_submitted() -> None:

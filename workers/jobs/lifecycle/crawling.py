@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+import workers.jobs.metrics as metrics
 from config import Settings
 from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.scope import check_pattern
 from workers.jobs.crawls.store import CrawlStore, FoundURL
-from workers.jobs.crawls.urls import normalise
+from workers.jobs.crawls.urls import SKIP, normalise
 from workers.jobs.errors import QueueUnavailable, SpecError
 from workers.jobs.lifecycle.cancelling import cancel_batch
 from workers.jobs.lifecycle.submission import publish_jobs
@@ -86,8 +87,10 @@ async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], setting
         return 0
     spec, batch_id = held.spec, held.batch_id
     fresh = [c for c, new in zip(found, await crawls.unseen(crawl_id, [c.url for c in found])) if new]
-    await crawls.count_skips(crawl_id, {"dedup": len(found) - len(fresh)})
+    await crawls.count_skips(crawl_id, {SKIP.dedup: len(found) - len(fresh)})
     admitted = await crawls.admit(crawl_id, batch_id, fresh, page_job(spec, crawl_id, settings))
+    metrics.observe_crawl_pages("queued", len(admitted.job_ids))
+    metrics.observe_crawl_skips({SKIP.dedup: len(found) - len(fresh), SKIP.budget: len(fresh) - len(admitted.job_ids)})
     await publish_jobs(crawls.jobs, admitted.job_ids, admitted.specs, settings)
     return len(admitted.job_ids)
 

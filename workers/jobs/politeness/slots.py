@@ -50,6 +50,20 @@ class BackoffRule:
 
 
 @dataclass(frozen=True)
+class SiteAnswer:
+    """The last main-frame document a job's page was answered: its URL, HTTP status and Retry-After."""
+
+    url: str
+    status: int
+    retry_after: float | None
+
+    @property
+    def slows(self) -> bool:
+        """A 429 or 503: the site asked to be left alone (the page's content is not the page)."""
+        return self.status in BACKOFF_STATUSES
+
+
+@dataclass(frozen=True)
 class BackedOff:
     """A domain's back-off after a hit: its level and how long no navigation goes to it."""
 

@@ -14,6 +14,7 @@ import json
 import logging
 from datetime import UTC, datetime
 
+import workers.jobs.metrics as metrics
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.crawls.store import CrawlStore
 from workers.jobs.ids import is_id
@@ -70,6 +71,7 @@ class ChangeFeed:
                 pipe.zadd(self.keys.outbox_due, {delivery: datetime.now(UTC).timestamp()})
             await pipe.execute()
         c = done.changes.counts
+        metrics.observe_changes(c.added, c.changed, c.removed)
         log.info("schedule %s: run %s against %s: %d added, %d changed, %d removed, %d pages gone", schedule_id,
                  batch_id, done.changes.previous_run, c.added, c.changed, c.removed, c.pages_removed)
         return delivery

@@ -36,6 +36,14 @@ class PageData:
     schema: dict[str, Any] | None
 
 
+@dataclass(frozen=True)
+class Keyed:
+    """One item of a page's data, and its key."""
+
+    key: str
+    item: Any
+
+
 class FieldChange(BaseModel):
     before: Any = None
     after: Any = None
@@ -106,15 +114,15 @@ def declares_key(schema: Any) -> bool:
     return any(declares_key(s) for s in [*inner, schema.get("items")])
 
 
-def keyed_items(schema: Any, data: Any) -> list[tuple[str, Any]]:
+def keyed_items(schema: Any, data: Any) -> list[Keyed]:
     """The items ``data`` holds where ``schema`` declares them, with their keys."""
     if not isinstance(schema, dict):
         return []
     key = schema.get(KEY_FIELD)
     if isinstance(key, str):
         value = data.get(key) if isinstance(data, dict) else None
-        return [(str(value), data)] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else []
-    out: list[tuple[str, Any]] = []
+        return [Keyed(str(value), data)] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else []
+    out: list[Keyed] = []
     if isinstance(data, list):
         for element in data:
             out += keyed_items(schema.get("items"), element)
@@ -125,11 +133,11 @@ def keyed_items(schema: Any, data: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def items_of(page: PageData) -> list[tuple[str, Any]]:
+def items_of(page: PageData) -> list[Keyed]:
     """A succeeded page's items: by the schema's x-key, else the page's data as one item keyed by its URL."""
     if declares_key(page.schema):
         return keyed_items(page.schema, page.data)
-    return [(page.page, page.data)]
+    return [Keyed(page.page, page.data)]
 
 
 def field_changes(before: Any, after: Any) -> dict[str, FieldChange]:
@@ -153,8 +161,8 @@ def compare(previous: Snapshot | None, pages: list[PageData], schedule_id: str, 
     items: dict[str, SnapItem] = {}
     for page in pages:
         if page.ok:
-            for key, item in items_of(page):
-                items[key] = SnapItem(page=page.page, item=item)
+            for found in items_of(page):
+                items[found.key] = SnapItem(page=page.page, item=found.item)
     changes = RunChanges(schedule_id=schedule_id, run=run, at=at)
     if previous is not None:
         changes.previous_run = previous.run

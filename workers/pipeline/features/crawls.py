@@ -20,6 +20,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+import workers.jobs.metrics as metrics
 from workers.jobs.crawls.models import CRAWL_LABEL, CrawlSpec, PageMode
 from workers.jobs.crawls.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
 from workers.jobs.crawls.store import CrawlStore, FoundURL, PageInfo
@@ -28,9 +29,10 @@ from workers.jobs.crawls.urls import SKIP, normalise
 from workers.jobs.ids import is_id
 from workers.jobs.lifecycle.crawling import grow
 from workers.jobs.model.result import JobResult
-from workers.jobs.model.status import JobStatus
+from workers.jobs.model.status import FailureCategory, JobStatus
 from workers.jobs.politeness.options import limits_for
 from workers.jobs.politeness.robots import RobotsCache, RobotsFile, robots_url
+from workers.jobs.politeness.slots import SiteAnswer
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.robots_lookup import robots_file
 from workers.pipeline.run import JobRun
@@ -59,6 +61,9 @@ class Crawls(Feature):
         held = await self.crawls.spec(crawl_id)
         if page is None or held is None:  # not a page of that crawl (a label anyone may set), or it is gone
             return result
+        result = _refused_by_site(run, result, page.url, held.spec.tracking_params)
+        if result.status in (JobStatus.succeeded, JobStatus.failed):
+            metrics.observe_crawl_pages(result.status.value)
         try:
             return await self._grow(run, result, crawl_id, page, held.spec)
         except Exception:  # the page's own result stands; what it found is lost, not the page
@@ -89,6 +94,7 @@ class Crawls(Feature):
         canonical = _canonical(state, scope, tracking)
         await self.crawls.mark_seen(crawl_id, [u for u in (final, canonical) if u and u != page.url])
         await self.crawls.count_skips(crawl_id, dict(skips))
+        metrics.observe_crawl_skips(dict(skips))
         await grow(self.crawls, crawl_id, found, self.settings)
         await self.crawls.note_page(crawl_id, run.job_id, final_url=final, canonical=canonical, links=len(in_scope))
         if spec.mode is PageMode.extract and result.status is JobStatus.succeeded and state is not None:
@@ -172,6 +178,20 @@ class Crawls(Feature):
                     pages.append(FoundURL(url, 0, address))
         await self.crawls.note_sitemaps(crawl_id, len(pages), errors)
         return pages
+
+
+def _refused_by_site(run: JobRun, result: JobResult, url: str, tracking: list[str]) -> JobResult:
+    """A page the site answered 429 or 503 was not read: its visit failed (``blocked_by_site``), so
+    what it showed (the site's refusal) is not taken for the page's data, nor for a change of it."""
+    answer = run.get(SiteAnswer)
+    if answer is None or not answer.slows or result.status is not JobStatus.succeeded \
+            or normalise(answer.url, tracking) != url:
+        return result
+    wait = f", Retry-After {answer.retry_after:g}s" if answer.retry_after is not None else ""
+    return result.model_copy(update={
+        "status": JobStatus.failed, "category": FailureCategory.blocked_by_site, "data": None,
+        "error": f"the site answered HTTP {answer.status} to {url}{wait}: the page was not read (its site is "
+                 "slowed down for every worker)"})
 
 
 def _canonical(state: Any | None, scope: Scope, tracking: list[str]) -> str | None:

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import cdp
 from workers.agent import URLBlocked
+import workers.jobs.metrics as metrics
 from workers.jobs.metrics import politeness_waiting
 from workers.jobs.model.record import EventType
 from workers.jobs.model.result import JobResult
@@ -43,11 +44,11 @@ from workers.jobs.politeness.domains import job_domain, url_domain
 from workers.jobs.politeness.options import PolitenessLimits, limits_for, robots_remedy
 from workers.jobs.politeness.robots import RobotsCache, RobotsFile
 from workers.jobs.politeness.slots import (
-    BACKOFF_STATUSES,
     BackedOff,
     BackoffRule,
     DomainLimits,
     HeldSlot,
+    SiteAnswer,
     poll_slot,
     retry_after_seconds,
 )
@@ -213,6 +214,7 @@ class Politeness(Feature):
         except Exception as exc:  # politeness that cannot be recorded must not fail the job
             log.warning("job %s: the back-off on %s was not recorded: %s", run.job_id, domain, exc)
             return
+        metrics.observe_backoff(reason.lower().replace(" ", "_"))
         log.info("job %s: %s slows %s down: level %d, no navigation for %.1fs", run.job_id, reason, domain,
                  hit.level, hit.seconds)
         await self.event(run, kind="backoff", domain=domain, reason=reason, level=hit.level,
@@ -252,9 +254,11 @@ class JobGate:
 
     async def after_response(self, url: str, status: int, retry_after: str | None) -> None:
         """A 429 or 503 to one of the job's pages slows its site down (Retry-After honoured, capped)."""
+        answer = SiteAnswer(url, status, retry_after_seconds(retry_after))
+        self.run.put(answer)  # what the page's document was answered (a crawl's page reads it)
         domain = url_domain(url)
-        if domain is not None and status in BACKOFF_STATUSES:
-            await self.politeness.back_off(self.run, domain, retry_after_seconds(retry_after), reason=f"HTTP {status}")
+        if domain is not None and answer.slows:
+            await self.politeness.back_off(self.run, domain, answer.retry_after, reason=f"HTTP {status}")
 
     async def _space(self, domain: str, delay: float) -> None:
         """Wait for this navigation's turn on ``domain``: ``delay`` is the job's ``min_delay`` or the
