@@ -63,9 +63,21 @@ def test_a_script_listed_as_one_slot_declares_the_one_key_it_touches() -> None:
         text = _composed(name)
         touched = [(cmd, arg) for cmd, arg in CALL.findall(text) if cmd.upper() not in KEYLESS]
         assert touched, name
-        assert all(re.fullmatch(r"KEYS\[\d+\]", arg.strip()) for _, arg in touched), (name, touched)
+        passed = _key_parameters(text)  # a prelude's helper given KEYS[n] (backoff_level(key, ...))
+        assert all(re.fullmatch(r"KEYS\[\d+\]", arg.strip()) or arg.strip() in passed for _, arg in touched), (
+            name, touched)
         assert len(set(re.findall(r"KEYS\[(\d+)\]", text))) == 1, name
         assert ".." not in "".join(arg for _, arg in touched), name
+
+
+def _key_parameters(text: str) -> set[str]:
+    """The first parameters of the script's local functions that every call passes a declared key."""
+    names = set()
+    for function, parameter in re.findall(r"local function (\w+)\((\w+)", text):
+        calls = re.findall(rf"(?<!function ){function}\(([^,)]+)", text)
+        if calls and all(re.fullmatch(r"KEYS\[\d+\]", arg.strip()) for arg in calls):
+            names.add(parameter)
+    return names
 
 
 def test_a_script_listed_as_several_slots_does_touch_keys_in_several() -> None:
@@ -113,13 +125,18 @@ async def test_the_one_slot_scripts_run_on_a_cluster_node_as_their_stores_call_t
         keys, lease = Keys(), "30"
         take, renew = client.register_script(strict("politeness_slot_take")), client.register_script(
             strict("politeness_slot_renew"))
-        reserve, put = client.register_script(strict("politeness_navigation_reserve")), client.register_script(
+        backoff, put = client.register_script(strict("politeness_backoff")), client.register_script(
             strict("profile_put"))
-        # with the keys and arguments DomainLimits.try_slot, .renew, .reserve_navigation and ProfileStore.put pass
+        reserve = client.register_script(strict("politeness_navigation_reserve"))
+        # with the keys and arguments DomainLimits.try_slot, .renew, .back_off and ProfileStore.put pass
         assert await take(keys=[keys.domain_slots("shop.example")], args=["job-1", 2, lease]) == 1
         assert await renew(keys=[keys.domain_slots("shop.example")], args=[lease, "job-1"]) == 1
-        assert float(await reserve(keys=[keys.domain_last_navigation("shop.example")], args=[0.5])) >= 0
+        level, _ = await backoff(keys=[keys.domain_backoff("shop.example")], args=[-1, 1, 300, 60])
+        assert int(level) == 1
         assert int(await put(keys=[keys.profiles], args=["p", json.dumps({"sealed": "x"}), ""])) == 1
+        with pytest.raises(ResponseError, match="same slot"):  # listed "no": a domain's two keys, two slots
+            await reserve(keys=[keys.domain_last_navigation("shop.example"), keys.domain_backoff("shop.example")],
+                          args=[0.5, 1, 300, 60])
         with pytest.raises(ResponseError, match="same slot"):  # renewing two sites' slots: two slots
             await renew(keys=[keys.domain_slots("a.example"), keys.domain_slots("b.example")], args=[lease, "j", "j"])
     finally:
