@@ -46,6 +46,7 @@ from workers.agent.errors import (
     ProxyFailed,
     ResourceLimit,
     StepTimeout,
+    Stuck,
     TaskNotDone,
     Unverified,
     URLBlocked,
@@ -83,6 +84,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     HardLimitReached: FailureCategory.timeout,
     MaxStepsReached: FailureCategory.max_steps,
     MaxFailuresReached: FailureCategory.max_failures,
+    Stuck: FailureCategory.stuck,  # a loop the agent was told about and went on with
     LLMOutputError: FailureCategory.max_failures,
     LLMTimeout: FailureCategory.llm_timeout,  # as the cause of MaxFailuresReached (below)
     LLMTruncated: FailureCategory.llm_truncated,  # likewise
