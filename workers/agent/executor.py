@@ -95,7 +95,8 @@ def agent_history(ctx: JobContext) -> MessageManager:
     """A new history for the planner/navigator loop, starting with the job's task."""
     options = Options.for_job(ctx.spec, ctx.config)
     system = navigator_system(SECURITY_RULES, options.max_actions_per_step)
-    return MessageManager(system, ctx.task + ctx.secrets.task_note(), max_input_tokens=options.max_input_tokens)
+    files = ctx.uploads.task_note() if ctx.uploads is not None else ""
+    return MessageManager(system, ctx.task + ctx.secrets.task_note() + files, max_input_tokens=options.max_input_tokens)
 
 
 async def run_agent(ctx: JobContext, log: StepLog, messages: MessageManager | None = None, *,

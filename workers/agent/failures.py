@@ -56,6 +56,7 @@ from workers.jobs.errors import (
     BrowserWaitExpired,
     CredentialsMissing,
     HardLimitReached,
+    InputFileMissing,
     JobVanished,
     RecipeUnavailable,
     ResultTooLarge,
@@ -112,6 +113,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     ProfileMissing: FailureCategory.profile_missing,
     CredentialsMissing: FailureCategory.credentials_missing,
     RecipeUnavailable: FailureCategory.recipe_unavailable,
+    InputFileMissing: FailureCategory.input_file_missing,
     # browserd's own configuration or state: the operator's to fix
     ProfileUnavailable: FailureCategory.internal,
     SecretsUnavailable: FailureCategory.internal,

@@ -57,6 +57,7 @@ class FailureCategory(StrEnum):
     profile_missing = "profile_missing"  # the auth profile it starts from
     credentials_missing = "credentials_missing"  # the credential set it types from
     recipe_unavailable = "recipe_unavailable"  # the recipe it replays: deleted, marked broken, or changed
+    input_file_missing = "input_file_missing"  # an input file's artifact: expired, gone, or another tenant's
 
 
 class Outcome(StrEnum):
