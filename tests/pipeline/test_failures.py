@@ -50,6 +50,7 @@ from workers.jobs.errors import (
     BrowserWaitExpired,
     CredentialsMissing,
     HardLimitReached,
+    InputFileMissing,
     JobVanished,
     RecipeUnavailable,
     ResultTooLarge,
@@ -104,6 +105,7 @@ LISTED: list[tuple[BaseException, C]] = [
     (ProfileMissing("shop-login"), C.profile_missing),
     (CredentialsMissing("shop"), C.credentials_missing),
     (RecipeUnavailable("recipe 'prices' no longer exists (deleted after the job was queued)"), C.recipe_unavailable),
+    (InputFileMissing("0" * 32, "download-report.csv"), C.input_file_missing),
     # browserd's own configuration or state
     (ProfileUnavailable("the job names a profile but this run has no profile store"), C.internal),
     (SecretsUnavailable("BROWSERD_SECRETS_KEY is not set"), C.internal),

@@ -190,6 +190,8 @@ class AgentLoop:
         step.url, step.elements = state.url, len(state.elements)
         self.seen.saw(state.url, state.title, state.to_prompt(wrapped=False), state.text(),
                       [label for e in state.elements.values() for label in (e.name, e.text) if label])
+        for document in self.ctx.browser.documents_read():  # a PDF read is a page the job saw
+            self.seen.saw(document.url, "", "", document.text, [])
         note(url=self.ctx.secrets.scrub(state.url))  # log lines carry it
         return state
 

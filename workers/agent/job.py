@@ -248,7 +248,8 @@ async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobC
                            viewport_expansion=config.defaults.viewport_expansion if expansion is None else expansion,
                            telemetry=session.inputs.telemetry, accept_dialogs=spec.options.dialogs == "accept",
                            downloads=limits, page_settings=PageSettings.from_spec(spec))
-    session.recorder.follow(lambda: browser.page, lambda: lease.known_pages)
+    session.recorder.follow(lambda: browser.page, lambda: lease.known_pages,
+                            lambda: browser.document(config.actions.max_extract_chars))
     await browser.start()
     llms = None if spec.script is not None else Llms.from_config(config.llm, spec.models, spec.options.model_params)
     ctx = JobContext(spec=spec, config=config, browser=browser, cancel=session.cancel, llms=llms)

@@ -35,10 +35,10 @@ class Secrets:
     values: Mapping[str, str] = field(default_factory=dict)
     totp: Mapping[str, str] = field(default_factory=dict)  # name -> base32 seed
     scrubber: Scrubber = field(init=False, repr=False, compare=False)
-    codes: list[tuple[str, str]] = field(init=False, repr=False, compare=False)  # (name, code) of codes typed
+    codes: dict[str, list[str]] = field(init=False, repr=False, compare=False)  # name -> the codes typed
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "codes", [])
+        object.__setattr__(self, "codes", {})
         self._compile()
 
     def _compile(self) -> None:
@@ -66,8 +66,9 @@ class Secrets:
     def _code(self, name: str) -> str:
         """The second factor's code of this moment, known to the scrubber before anyone sees it."""
         code = pyotp.TOTP(self.totp[name]).now()
-        if (name, code) not in self.codes:
-            self.codes.append((name, code))
+        typed = self.codes.setdefault(name, [])
+        if code not in typed:
+            typed.append(code)
             self._compile()
         return code
 
