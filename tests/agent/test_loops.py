@@ -97,3 +97,12 @@ async def test_after_the_notice_a_model_that_changes_course_goes_on(pool, site, 
     assert result.status == JobStatus.succeeded, result.error
     assert url.endswith("b.html")
     assert len(notices(llm)) == 1
+
+
+async def test_waiting_on_an_unchanged_page_is_no_loop(pool, site, llm, settings):
+    """Waiting for a slow page (or noting findings) on a page that does not change is not watched."""
+    llm.responder = lambda request: plan() if offered_tool(request) == PLANNER else act({"wait": {"seconds": 0}})
+    result, _, _ = await run(pool, settings, task="Wait for the offers", start_url=site.url("agent/loops/stuck.html"),
+                             options={"max_steps": 9})
+    assert result.category == FailureCategory.max_steps
+    assert notices(llm) == []

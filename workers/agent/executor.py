@@ -394,6 +394,8 @@ class AgentLoop:
         if self.navigator_done or not output.actions:
             return
         acted = actions_fingerprint([ParsedAction(bound.action.name, bound.params) for bound in output.actions])
+        if acted is None:  # only waiting, noting or reading: not watched
+            return
         verdict = self.loops.saw(state.fingerprint(), acted)
         if verdict is LoopVerdict.nudge:
             log.info("loop noticed: the model is told")

@@ -7,6 +7,10 @@ last ``WINDOW`` steps: the same element clicked again on an unchanged page, the 
 moves nothing any more, or a cycle of pages (A → B → A → B) gone round again. A step that is new
 breaks the run of repeats.
 
+A step whose actions are all ``PASSIVE`` (waiting, noting, reading) is not watched: waiting on a
+page that is still loading, or noting findings on one page, is how some tasks go; it neither
+counts as a repeat nor breaks a run of them.
+
 ``NUDGE_AFTER`` repeats in a row: the model is told, once, in its next prompt
 (``prompts.loops``). ``STOP_AFTER`` more repeats in a row after that: the job ends with
 category ``stuck`` (``errors.Stuck``). So a loop costs at most ``WINDOW + NUDGE_AFTER +
@@ -24,6 +28,7 @@ from enum import StrEnum
 
 from workers.jobs.model.actions import ParsedAction
 
+PASSIVE = frozenset({"wait", "cache_content", "extract_content", "extract_fields", "done"})
 WINDOW = 4  # the steps a repeat is looked for in: catches cycles of up to 4 pages
 NUDGE_AFTER = 3  # repeats in a row before the model is told
 STOP_AFTER = 2  # repeats in a row after being told before the job ends as stuck
@@ -35,8 +40,11 @@ class LoopVerdict(StrEnum):
     stuck = "stuck"
 
 
-def actions_fingerprint(actions: Sequence[ParsedAction]) -> str:
-    """The actions of one answer as a short digest: names and parameters, never the intent."""
+def actions_fingerprint(actions: Sequence[ParsedAction]) -> str | None:
+    """The actions of one answer as a short digest: names and parameters, never the intent (None:
+    only passive actions, which are not watched)."""
+    if all(a.name in PASSIVE for a in actions):
+        return None
     body = json.dumps([[a.name, a.params.model_dump(mode="json", exclude={"intent"}, exclude_none=True)]
                        for a in actions], sort_keys=True, default=str)
     return hashlib.sha256(body.encode()).hexdigest()[:32]
