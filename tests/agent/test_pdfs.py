@@ -17,7 +17,7 @@ import pytest
 from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, plan, run
 from tests.agent.test_artifacts import folder, storing  # noqa: F401  (the fixture)
 from tests.support.jobs import run_job
-from tests.support.llm_server import Reply
+from tests.support.llm_server import Reply, offered_tool
 from tests.support.pdfs import text_pdf
 from workers.agent.documents import MAX_PDF_PAGES, read_pdf
 from workers.agent.errors import ActionError
@@ -94,10 +94,25 @@ async def test_a_pdf_opened_in_the_tab_is_extracted_into_the_schema(pool, pdf_si
 
 
 async def test_a_downloaded_pdf_is_read_by_extract_content(pool, pdf_site, llm, settings):
-    result, url = await kettle_price(pool, pdf_site, llm, settings, {"click_element": {"index": 1}})
+    def model(request) -> Reply:
+        """Extracts once the download's note says it is a PDF (waiting until then), then answers."""
+        if offered_tool(request) == EXTRACTOR:
+            return extractor(request)
+        history = str(request["messages"])
+        if "extracted from " in history:
+            return act({"done": {"text": "Kettle K-100 costs 39.90 EUR", "evidence": ["Kettle K-100: 39.90 EUR"]}})
+        if "it is a PDF: extract_content reads its text" in history:
+            return act({"extract_content": {"goal": "the kettle's price"}})
+        return act({"wait": {"seconds": 0.2}})
+
+    llm.add(PLANNER, plan(), plan(done=True, final_answer="Kettle K-100 costs 39.90 EUR"))
+    llm.add(NAVIGATOR, act({"click_element": {"index": 1}}))
+    llm.responder = model
+    result, _, url = await run(pool, settings, task="What does the kettle cost?", start_url=f"{pdf_site}/",
+                               output_schema=SCHEMA, options={"planning_interval": 20})
+    assert result.status == JobStatus.succeeded, result.error
     assert url == f"{pdf_site}/"  # the tab stayed on the page; the PDF was downloaded
     assert [d.name for d in result.downloads] == ["prices.pdf"]
-    assert "it is a PDF: extract_content reads its text" in str(llm.requests_for(NAVIGATOR)[1]["messages"])
     assert result.data == {"product": "Kettle K-100", "price": 39.9}
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from workers.jobs.model.locators import Locator
 from workers.jobs.model.result import ActionRecord
+from workers.jobs.model.spec import MAX_INPUT_FILES
 from workers.jobs.model.status import Outcome
 
 # What a script may name an element by instead of an index. The navigator only ever uses indexes,
@@ -172,7 +173,7 @@ class SendKeys(ActionParams):
 
 
 class UploadFile(ElementRefByText):
-    files: list[str] = Field(min_length=1, max_length=10, description=(
+    files: list[str] = Field(min_length=1, max_length=MAX_INPUT_FILES, description=(
         "names of the job's input files to put into the file input (the task lists them); no other file can be "
         "uploaded"))
 
