@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict
 from typing import Any
 
@@ -35,6 +36,12 @@ class PageState:
         """Nanobrowser's element list between scroll lines, the page part in an untrusted wrapper
         (``wrapped=False``: neutralized but not wrapped, for a caller that wraps more with it)."""
         return prompt.render(self._lines, self.elements, self.new_indexes, self.scroll, wrapped=wrapped)
+
+    def fingerprint(self) -> str:
+        """What the page shows the agent, as a short digest: the URL, the scroll position and the
+        element lines without their "new" marks (a page seen again unchanged has the same one)."""
+        body = prompt.render(self._lines, self.elements, set(), self.scroll, wrapped=False)
+        return hashlib.sha256(f"{self.url}\n{body}".encode("utf-8", "replace")).hexdigest()[:32]
 
     def elements_text(self) -> str:
         """Only the element lines (no scroll lines, no wrapper): for logs and debugging."""

@@ -33,6 +33,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "QueueUnavailable": ("no broker",),
     "CredentialsMissing": ("shop",),
     "RecipeUnavailable": ("recipe gone",),
+    "InputFileMissing": ("0" * 32, "report.csv"),
     "SitemapError": ("not XML: a DTD",),
     "TenantExists": ("shop-team",),
     "TenantMissing": ("shop-team",),

@@ -39,6 +39,7 @@ from workers.agent.errors import (
     ResourceLimit,
     StepTimeout,
     TaskNotDone,
+    Stuck,
     Unverified,
     URLBlocked,
 )
@@ -49,6 +50,7 @@ from workers.jobs.errors import (
     BrowserWaitExpired,
     CredentialsMissing,
     HardLimitReached,
+    InputFileMissing,
     JobVanished,
     RecipeUnavailable,
     ResultTooLarge,
@@ -90,6 +92,7 @@ LISTED: list[tuple[BaseException, C]] = [
     (ActionError("no option 'XXL' in the size list", action="select_dropdown_option", index=7), C.action_error),
     (InvalidOutput(["$.price: 'cheap' is not of type 'number'"]), C.invalid_output),
     (Unverified("the answer's figures 250 are on no page the agent saw", 3), C.unverified),
+    (Stuck(5), C.stuck),
     (ResultTooLarge(2_000_000, 1_000_000), C.invalid_output),
     (SchemaCheckExpired(10), C.invalid_output),
     (ProxyFailed("127.0.0.1:3128 refused the connection"), C.proxy_error),
@@ -102,6 +105,7 @@ LISTED: list[tuple[BaseException, C]] = [
     (ProfileMissing("shop-login"), C.profile_missing),
     (CredentialsMissing("shop"), C.credentials_missing),
     (RecipeUnavailable("recipe 'prices' no longer exists (deleted after the job was queued)"), C.recipe_unavailable),
+    (InputFileMissing("0" * 32, "download-report.csv"), C.input_file_missing),
     # browserd's own configuration or state
     (ProfileUnavailable("the job names a profile but this run has no profile store"), C.internal),
     (SecretsUnavailable("BROWSERD_SECRETS_KEY is not set"), C.internal),

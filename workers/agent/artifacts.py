@@ -30,6 +30,8 @@ from typing import TypeVar
 import cdp
 import dom
 from workers.agent.config import ScreenshotLimits
+from workers.agent.documents import Document
+from workers.agent.errors import ActionError
 from workers.agent.journal import Journal
 from workers.agent.secrets import Secrets
 from workers.jobs.artifacts.names import link_path, name_from, run_name
@@ -68,6 +70,7 @@ class ArtifactRecorder:
         self.download_links: dict[str, str] = {}  # download guid -> API path of its stored copy (every run's)
         self._held: OrderedDict[str, tuple[StepRecord, bytes]] = OrderedDict()
         self._page: Callable[[], cdp.Page] | None = None
+        self._document: Callable[[], Awaitable[Document | None]] | None = None
         self._tabs: Callable[[], list[cdp.Page]] = list
         self._pending: set[asyncio.Task[None]] = set()
         self.begin_run(1)
@@ -81,10 +84,12 @@ class ArtifactRecorder:
         keeps_logs = self.folder is not None and self.options.logs != "off"
         self.journal = Journal() if keeps_logs else None
 
-    def follow(self, current: Callable[[], cdp.Page], tabs: Callable[[], list[cdp.Page]]) -> None:
-        """How to find the tab to capture (the job's current tab, whichever it is then) and the
-        tabs whose logs to read."""
+    def follow(self, current: Callable[[], cdp.Page], tabs: Callable[[], list[cdp.Page]],
+               document: Callable[[], Awaitable[Document | None]] | None = None) -> None:
+        """How to find the tab to capture (the job's current tab, whichever it is then), the tabs
+        whose logs to read, and the PDF the tab shows (read as text for ``page.md``)."""
         self._page, self._tabs = current, tabs
+        self._document = document
 
     # --- while the job runs ----------------------------------------------------------------
 
@@ -178,9 +183,22 @@ class ArtifactRecorder:
         html = await _before(deadline, lambda: current().evaluate(_HTML))
         if isinstance(html, str) and html:
             await self._put(run_name(self.run, "page.html"), self.secrets.scrub(html).encode())
+        document = await _before(deadline, self._read_document) if self._document is not None else None
+        if document is not None:  # a PDF: its text, not the viewer's empty page
+            await self._put(run_name(self.run, "page.md"), self.secrets.scrub(document.text[:MAX_MARKDOWN]).encode())
+            return
         state = await _before(deadline, lambda: dom.capture(current()))
         if state is not None:
             await self._put(run_name(self.run, "page.md"), self.secrets.scrub(state.text()[:MAX_MARKDOWN]).encode())
+
+    async def _read_document(self) -> Document | None:
+        """The PDF the final tab shows, read; None when there is none or it cannot be read."""
+        assert self._document is not None
+        try:
+            return await self._document()
+        except ActionError as exc:
+            log.info("final page's PDF not read: %s", exc)
+            return None
 
     async def _put_download(self, item: cdp.Download) -> None:
         assert self.folder is not None and item.path is not None

@@ -7,6 +7,7 @@ Captures of a tab are chained (``previous``) so indexes stay stable and new elem
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -19,6 +20,7 @@ import cdp
 import dom
 from workers.agent.cancel import CancelToken
 from workers.agent.emulation import PageSettings
+from workers.agent.documents import PDF_TYPE, Document, is_pdf, read_pdf
 from workers.agent.errors import ActionError, ElementGone, ElementNotFound, HostUnresolved, ProxyFailed, URLBlocked
 from workers.agent.firewall import Firewall
 from workers.agent.telemetry import SILENT, DomCapture, Telemetry
@@ -84,6 +86,8 @@ class AgentBrowser:
         self._whole: set[str] = set()  # targets whose last capture holds the whole page (for locators)
         self._dialogs_seen = 0
         self._downloads_seen: set[str] = set()
+        self._pdf_download: PdfDownload | None = None  # the last PDF a page downloaded, and on which page
+        self._documents: dict[tuple[str, int], Document] = {}  # PDFs read, by URL and bound
         self.target_of_action: Target | None = None  # set by ``target``; the action runner reads and resets it
 
     @property
@@ -242,7 +246,11 @@ class AgentBrowser:
         for item in self.lease.downloads.items:
             if item.guid not in self._downloads_seen and item.state is not cdp.DownloadState.in_progress:
                 self._downloads_seen.add(item.guid)
-                events.notes.append(_download_note(item))
+                note = _download_note(item)
+                if item.state is cdp.DownloadState.completed and _looks_pdf(item):
+                    self._pdf_download = PdfDownload(await self.page.url(), item)
+                    note += "; it is a PDF: extract_content reads its text"
+                events.notes.append(note)
         closed = [(self.tab_id(p), p.closed_for) for p in self.lease.known_pages
                   if p.closed_for and p.target_id in self._tab_ids]
         if closed:
@@ -252,6 +260,45 @@ class AgentBrowser:
                 events.notes.append(f"browserd closed tab {tab}: {reason}")
             events.notes.append(f"the current tab is {self.tab_id(self.page)} ({await self.page.url()})")
         return events
+
+    async def document(self, max_chars: int) -> Document | None:
+        """The PDF the current tab shows, or the one a page downloaded while the tab showed its
+        current URL, read as text within ``max_chars`` (``workers.agent.documents``); None when
+        there is none."""
+        page = self.page
+        url = await page.url()
+        shown = await self.cancel.run(page.evaluate("document.contentType"), "while reading the page") == PDF_TYPE
+        download = self._pdf_download if self._pdf_download is not None and self._pdf_download.page_url == url else None
+        if not shown and download is None:
+            return None
+        source = url if shown else download.item.url if download is not None else url
+        known = self._documents.get((source, max_chars))
+        if known is not None:
+            return known
+        if shown:
+            data = await self._fetch_shown(page, url)
+        else:
+            assert download is not None and download.item.path is not None
+            data = await asyncio.to_thread(download.item.path.read_bytes)
+        if not is_pdf(data):
+            raise ActionError(f"{source} says it is a PDF but is not one", action="extract_content")
+        found = await self.cancel.run(asyncio.to_thread(read_pdf, data, source, max_chars), "while reading a PDF")
+        self._documents[(source, max_chars)] = found
+        return found
+
+    def documents_read(self) -> list[Document]:
+        """The PDFs read so far (what the job saw of them, for the checks of a claimed success)."""
+        return list(self._documents.values())
+
+    async def _fetch_shown(self, page: cdp.Page, url: str) -> bytes:
+        """The bytes of the PDF the tab shows, fetched again by the page (its cookies, its egress gate),
+        refused past the job's download cap."""
+        cap = self.download_limits.max_bytes
+        reply = await self.cancel.run(page.evaluate(f"({_FETCH_PDF})({cap})", timeout=NAV_TIMEOUT), "while reading a PDF")
+        if not isinstance(reply, dict) or "data" not in reply:
+            why = reply.get("error") if isinstance(reply, dict) else "no answer"
+            raise ActionError(f"the PDF at {url} could not be read: {why}", action="extract_content")
+        return base64.b64decode(reply["data"])
 
     def downloads(self, stored: Mapping[str, str] | None = None) -> list[DownloadRecord]:
         """The files this job saved; ``stored`` maps a download's guid to its artifact's API path."""
@@ -353,6 +400,31 @@ def _dialog_note(dialog: cdp.Dialog) -> str:
         answer = "answered with empty text"
     return (f"the page showed a{'n' if dialog.type[0] in 'aeiou' else ''} {dialog.type} dialog ({answer}); "
             f"its text is untrusted page content: {_untrusted(dialog.message, DIALOG_TEXT)}")
+
+
+@dataclass(frozen=True)
+class PdfDownload:
+    """A PDF a page downloaded, and the URL of the tab when it was noticed."""
+
+    page_url: str
+    item: cdp.Download
+
+
+def _looks_pdf(item: cdp.Download) -> bool:
+    return item.mime == PDF_TYPE or item.name.lower().endswith(".pdf")
+
+
+_FETCH_PDF = """async function(cap) {
+  const reply = await fetch(location.href, {credentials: 'include'});
+  if (!reply.ok) return {error: 'HTTP ' + reply.status};
+  const length = Number(reply.headers.get('content-length') || 0);
+  if (length > cap) return {error: 'larger than the download cap (' + length + ' bytes)'};
+  const bytes = new Uint8Array(await reply.arrayBuffer());
+  if (bytes.length > cap) return {error: 'larger than the download cap (' + bytes.length + ' bytes)'};
+  let text = '';
+  for (let i = 0; i < bytes.length; i += 32768) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 32768));
+  return {data: btoa(text)};
+}"""
 
 
 def _download_note(item: cdp.Download) -> str:

@@ -16,6 +16,7 @@ from workers.agent.outcome import Outcome
 from workers.agent.pause import PauseGate
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import Telemetry
+from workers.agent.uploads import Uploads
 from workers.jobs.model.result import Verification
 from workers.jobs.model.spec import JobSpec
 
@@ -62,6 +63,7 @@ class JobContext:
     artifacts: ArtifactRecorder | None = None  # its screenshots under way finish before each action
     pause: PauseGate = field(default_factory=PauseGate)
     task_text: str | None = None  # the task of the current run: a follow-up's, or None for the spec's
+    uploads: Uploads | None = None  # the job's input files on disk: the only files upload_file can set
 
     @property
     def task(self) -> str:

@@ -219,6 +219,16 @@ class Unverified(AgentError):
         super().__init__(f"the claimed success could not be verified ({rejections} claims refused): {reason}")
 
 
+class Stuck(AgentError):
+    """The agent repeated the same actions on an unchanged page (or around the same cycle of pages)
+    after it was told it was looping (``workers.agent.loops``): more steps would only repeat them."""
+
+    def __init__(self, repeats: int) -> None:
+        self.repeats = repeats
+        super().__init__(f"the agent was stuck: it repeated the same actions on an unchanged page {repeats} times, "
+                         "and went on after it was told it was looping")
+
+
 class EgressUnavailable(AgentError):
     """The lease has no gate on the egress proxy, so the job's policy could not be enforced on
     everything its browser does; the job does not start (default-deny)."""

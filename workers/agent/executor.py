@@ -25,11 +25,13 @@ from workers.agent.errors import (
     MaxFailuresReached,
     MaxStepsReached,
     StepTimeout,
+    Stuck,
     TaskNotDone,
     Unverified,
 )
 from workers.agent.events import Actor, ExecutionState
 from workers.agent.llm import Answer, LLMReply
+from workers.agent.loops import LoopVerdict, LoopWatch, actions_fingerprint
 from workers.agent.memory import summarize
 from workers.agent.messages import MessageManager
 from workers.agent.navigator import (
@@ -43,10 +45,11 @@ from workers.agent.navigator import (
 )
 from workers.agent.outcome import EXPLANATIONS, Outcome
 from workers.agent.planner import PlannerOutput, plan
-from workers.agent.prompts import SECURITY_RULES, navigator_system
+from workers.agent.prompts import SECURITY_RULES, loop_nudge, navigator_system
 from workers.agent.recorder import StepLog
 from workers.agent.validator import Sightings, claim_of, judge
 from workers.agent.vision import WITHHELD, Screenshot, look
+from workers.jobs.model.actions import ParsedAction
 from workers.jobs.model.result import StepRecord
 from workers.jobs.model.spec import JobSpec
 
@@ -92,7 +95,8 @@ def agent_history(ctx: JobContext) -> MessageManager:
     """A new history for the planner/navigator loop, starting with the job's task."""
     options = Options.for_job(ctx.spec, ctx.config)
     system = navigator_system(SECURITY_RULES, options.max_actions_per_step)
-    return MessageManager(system, ctx.task + ctx.secrets.task_note(), max_input_tokens=options.max_input_tokens)
+    files = ctx.uploads.task_note() if ctx.uploads is not None else ""
+    return MessageManager(system, ctx.task + ctx.secrets.task_note() + files, max_input_tokens=options.max_input_tokens)
 
 
 async def run_agent(ctx: JobContext, log: StepLog, messages: MessageManager | None = None, *,
@@ -119,6 +123,8 @@ class AgentLoop:
         self.summarized_through = first_step - 1  # the last step a procedural-memory summary covers
         self.seen = Sightings()  # every page the loop captured: what a claim of done is checked against
         self.rejections = 0  # claims of done the checks refused so far
+        self.loops = LoopWatch()  # repeated actions on an unchanged page: a nudge, then ``stuck``
+        self.notes: list[str] = []  # browserd's own notices for the next state message (a loop's nudge)
 
     async def run(self) -> None:
         for number in range(self.first_step, self.first_step + self.options.max_steps):
@@ -184,6 +190,8 @@ class AgentLoop:
         step.url, step.elements = state.url, len(state.elements)
         self.seen.saw(state.url, state.title, state.to_prompt(wrapped=False), state.text(),
                       [label for e in state.elements.values() for label in (e.name, e.text) if label])
+        for document in self.ctx.browser.documents_read():  # a PDF read is a page the job saw
+            self.seen.saw(document.url, "", "", document.text, [])
         note(url=self.ctx.secrets.scrub(state.url))  # log lines carry it
         return state
 
@@ -218,7 +226,8 @@ class AgentLoop:
         ctx = self.ctx
         state = await self._capture(step)
         planning = (self.nth(step) - 1) % self.options.planning_interval == 0 or self.navigator_done
-        summary = await self._show(step, state, screenshot=self.options.use_vision or planning)
+        notes, self.notes = self.notes, []
+        summary = await self._show(step, state, *notes, screenshot=self.options.use_vision or planning)
         if planning:
             self.navigator_done = False
             if await self._plan(step):
@@ -241,6 +250,7 @@ class AgentLoop:
             self.failures = 0
         else:
             self._failed(step, failed)
+        self._watch(state, output)
         if self.navigator_done and self.nth(step) == self.options.max_steps:
             return await self._plan(step)  # the last step: confirm now, there is no next one
         await self._remember(step)
@@ -377,6 +387,21 @@ class AgentLoop:
             if state.new_indexes:
                 return "new elements appeared"
         return None
+
+    def _watch(self, state: Any, output: NavigatorOutput) -> None:
+        """A step that repeats what was done on the same unchanged page: the model is told once, in
+        its next prompt; repeating on after that ends the job as ``stuck`` (``workers.agent.loops``)."""
+        if self.navigator_done or not output.actions:
+            return
+        acted = actions_fingerprint([ParsedAction(bound.action.name, bound.params) for bound in output.actions])
+        if acted is None:  # only waiting, noting or reading: not watched
+            return
+        verdict = self.loops.saw(state.fingerprint(), acted)
+        if verdict is LoopVerdict.nudge:
+            log.info("loop noticed: the model is told")
+            self.notes.append(loop_nudge(self.loops.repeats_before_nudge))
+        elif verdict is LoopVerdict.stuck:
+            raise Stuck(self.loops.total)
 
     # --- bookkeeping -----------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from workers.agent.errors import (
     ProxyFailed,
     ResourceLimit,
     StepTimeout,
+    Stuck,
     TaskNotDone,
     Unverified,
     URLBlocked,
@@ -55,6 +56,7 @@ from workers.jobs.errors import (
     BrowserWaitExpired,
     CredentialsMissing,
     HardLimitReached,
+    InputFileMissing,
     JobVanished,
     RecipeUnavailable,
     ResultTooLarge,
@@ -83,6 +85,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     HardLimitReached: FailureCategory.timeout,
     MaxStepsReached: FailureCategory.max_steps,
     MaxFailuresReached: FailureCategory.max_failures,
+    Stuck: FailureCategory.stuck,  # a loop the agent was told about and went on with
     LLMOutputError: FailureCategory.max_failures,
     LLMTimeout: FailureCategory.llm_timeout,  # as the cause of MaxFailuresReached (below)
     LLMTruncated: FailureCategory.llm_truncated,  # likewise
@@ -110,6 +113,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     ProfileMissing: FailureCategory.profile_missing,
     CredentialsMissing: FailureCategory.credentials_missing,
     RecipeUnavailable: FailureCategory.recipe_unavailable,
+    InputFileMissing: FailureCategory.input_file_missing,
     # browserd's own configuration or state: the operator's to fix
     ProfileUnavailable: FailureCategory.internal,
     SecretsUnavailable: FailureCategory.internal,

@@ -50,6 +50,7 @@ from workers.agent.replay import run_replay
 from workers.agent.script import run_script
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import SILENT, Telemetry
+from workers.agent.uploads import Uploads
 from workers.jobs.artifacts.store import JobArtifacts
 from workers.jobs.budget import TimeBudget
 from workers.jobs.errors import JobsError
@@ -72,7 +73,8 @@ class JobInputs:
     pipeline leased for it.
     ``is_cancelled`` and ``is_paused`` read the owner's flags (the agent checks them between steps
     and races them against anything slow). The rest is what the pipeline's features prepared: the
-    values the job may type (``secrets``: its own and its credential set's, opened), the gate its
+    values the job may type (``secrets``: its own and its credential set's, opened; ``totp``: the seeds
+    of its second factors), the gate its
     navigations ask (politeness), its auth profile, the artifact folder it keeps files in, and the
     recipe it replays.
     """
@@ -84,6 +86,8 @@ class JobInputs:
     is_paused: Callable[[], bool] | None = None
     telemetry: Telemetry = SILENT
     secrets: Mapping[str, str] = field(default_factory=dict)
+    totp: Mapping[str, str] = field(default_factory=dict)  # second factors: name -> base32 seed
+    files: Mapping[str, bytes] = field(default_factory=dict)  # input files upload_file may set: name -> content
     navigation_gate: NavigationGate | None = None
     profiles: ProfileIO | None = None
     artifacts: JobArtifacts | None = None
@@ -102,9 +106,10 @@ class JobSession:
         self.replay = inputs.replay
         self.cancel = CancelToken(inputs.is_cancelled)
         self.pause = PauseGate(inputs.is_paused, max_seconds=self.config.pause_max_seconds)
-        self.hidden = Secrets(inputs.secrets)
+        self.hidden = Secrets(inputs.secrets, inputs.totp)
         self._scrub_logs()
         self.folder = Path(tempfile.mkdtemp(prefix="browserd-downloads-"))
+        self.uploads: Uploads | None = None
         self.recorder = ArtifactRecorder(inputs.artifacts, self.spec.artifacts, self.config.screenshots, self.hidden)
         self.profiles: JobProfiles | None = None
         self.ctx: JobContext | None = None
@@ -187,6 +192,9 @@ class JobSession:
         await self.profiles.load()
         ctx = await _open(self, self._upstream())
         ctx.events, ctx.secrets, ctx.pause, ctx.artifacts = events, self.hidden, self.pause, self.recorder
+        if inputs.files:
+            self.uploads = await asyncio.to_thread(Uploads.write, inputs.files, self.lease.downloads.owner)
+            ctx.uploads = self.uploads
         self.ctx = ctx
         return ctx
 
@@ -220,6 +228,8 @@ class JobSession:
         if self.profiles is not None:
             self.profiles.close()
         await asyncio.to_thread(shutil.rmtree, self.folder, True)
+        if self.uploads is not None:
+            await asyncio.to_thread(self.uploads.remove)
 
 
 async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobContext:
@@ -238,7 +248,8 @@ async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobC
                            viewport_expansion=config.defaults.viewport_expansion if expansion is None else expansion,
                            telemetry=session.inputs.telemetry, accept_dialogs=spec.options.dialogs == "accept",
                            downloads=limits, page_settings=PageSettings.from_spec(spec))
-    session.recorder.follow(lambda: browser.page, lambda: lease.known_pages)
+    session.recorder.follow(lambda: browser.page, lambda: lease.known_pages,
+                            lambda: browser.document(config.actions.max_extract_chars))
     await browser.start()
     llms = None if spec.script is not None else Llms.from_config(config.llm, spec.models, spec.options.model_params)
     ctx = JobContext(spec=spec, config=config, browser=browser, cancel=session.cancel, llms=llms)

@@ -7,6 +7,11 @@ in the next snapshot, a greeting with the user name, a URL carrying it) is repla
 placeholder on its way to the model, to step records, events, the result, the logs and the
 artifacts (``scrub``), in every form a page can echo it: the one scrubber,
 ``workers.jobs.secrets.scrubber``, built once per job.
+
+A second factor (``totp``: a name and its base32 seed) is written the same way; ``fill`` types
+the code of the moment (RFC 6238, ``pyotp``). Each code typed joins the secrets the scrubber
+knows before it reaches the browser, so a page echoing it (or a log quoting the field) shows the
+placeholder; the seed is one of the values scrubbed from the start.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyotp
 from pydantic import BaseModel
 
 from workers.agent.errors import ActionError
@@ -27,24 +33,44 @@ PLACEHOLDER = re.compile(r"<secret>\s*([A-Za-z][A-Za-z0-9_]{0,63})\s*</secret>")
 @dataclass(frozen=True)
 class Secrets:
     values: Mapping[str, str] = field(default_factory=dict)
+    totp: Mapping[str, str] = field(default_factory=dict)  # name -> base32 seed
     scrubber: Scrubber = field(init=False, repr=False, compare=False)
+    codes: dict[str, list[str]] = field(init=False, repr=False, compare=False)  # name -> the codes typed
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scrubber", Scrubber(self.values))  # every form of every value, compiled once
+        object.__setattr__(self, "codes", {})
+        self._compile()
+
+    def _compile(self) -> None:
+        """Every form of every value (the seeds too) and of every code typed so far, in one scrubber;
+        a code is scrubbed to its second factor's placeholder."""
+        object.__setattr__(self, "scrubber", Scrubber({**self.values, **self.totp}, self.codes))
 
     def __bool__(self) -> bool:
-        return bool(self.values)
+        return bool(self.values) or bool(self.totp)
 
     def fill(self, text: str, action: str) -> str:
-        """``text`` with each placeholder replaced by its value (an unknown name is an action error)."""
+        """``text`` with each placeholder replaced by its value, a second factor's by its current code
+        (an unknown name is an action error)."""
         def value(match: re.Match[str]) -> str:
             name = match.group(1)
+            if name in self.totp:
+                return self._code(name)
             if name not in self.values:
-                known = ", ".join(sorted(self.values)) or "none"
+                known = ", ".join(sorted({*self.values, *self.totp})) or "none"
                 raise ActionError(f"no secret named {name!r} (this job's secrets: {known})", action=action)
             return self.values[name]
 
         return PLACEHOLDER.sub(value, text)
+
+    def _code(self, name: str) -> str:
+        """The second factor's code of this moment, known to the scrubber before anyone sees it."""
+        code = pyotp.TOTP(self.totp[name]).now()
+        typed = self.codes.setdefault(name, [])
+        if code not in typed:
+            typed.append(code)
+            self._compile()
+        return code
 
     def scrub(self, text: str) -> str:
         """``text`` with every echo of every value (any encoding, any case) replaced by its placeholder."""
@@ -57,15 +83,20 @@ class Secrets:
     def scrub_model(self, model: BaseModel) -> BaseModel:
         """A pydantic record (a step, a result) with every string in it scrubbed, field by field
         (scrubbing its JSON text could cut through the quotes around a value)."""
-        if not self.values:
+        if not self:
             return model
         return type(model).model_validate(self.scrub_value(model.model_dump(mode="json")))
 
     def task_note(self) -> str:
         """What the task message says about them: names and how to use them, never a value."""
-        if not self.values:
+        if not self:
             return ""
         names = ", ".join(placeholder(n) for n in sorted(self.values))
-        return ("\nThe job gave you these secrets, by name only: " + names + ". To type one, write its placeholder "
-                "exactly as shown as (part of) the text of input_text; the browser receives the value. You never "
-                "see the values, and no other password or secret may be typed.")
+        codes = ", ".join(placeholder(n) for n in sorted(self.totp))
+        note = ("\nThe job gave you these secrets, by name only: " + names + ". " if self.values else "\n")
+        if codes:
+            note += ("These second factors (one-time codes of an authenticator) are typed the same way; the browser "
+                     "receives the current code: " + codes + ". ")
+        return note + ("To type one, write its placeholder exactly as shown as (part of) the text of input_text; "
+                       "the browser receives the value. You never see the values, and no other password or secret "
+                       "may be typed.")

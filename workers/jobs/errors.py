@@ -80,6 +80,17 @@ class CredentialsMissing(JobsError):
         super().__init__(detail or f"the credential set {name!r} does not exist (deleted after the job was submitted?)")
 
 
+class InputFileMissing(JobsError):
+    """An input file a job names by artifact is not there for it: the job that kept it expired, is
+    another tenant's (told the same way, so no tenant learns of another's jobs), or no longer has
+    the file: the tenant's to fix."""
+
+    def __init__(self, job: str, name: str, detail: str | None = None) -> None:
+        self.job, self.name = job, name
+        super().__init__(detail or f"input file: job {job!r} has no artifact {name!r} of yours (expired, deleted, or "
+                         "another tenant's job)")
+
+
 class RecipeUnavailable(JobsError):
     """The recipe a job names was deleted, marked broken, or changed its parameters after the job was
     queued: the tenant's to fix."""

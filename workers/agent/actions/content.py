@@ -65,24 +65,30 @@ async def extract_fields(ctx: JobContext, p: ExtractFields) -> ActionResult:
 
 @action("extract_content", ExtractContent, "Extract information for a goal from the whole current page")
 async def extract_content(ctx: JobContext, p: ExtractContent) -> ActionResult:
-    state = await ctx.browser.state()
-    full = state.text()
-    text = _capped(full, ctx.config.actions.max_extract_chars)
+    limit = ctx.config.actions.max_extract_chars
+    document = await ctx.browser.document(limit)  # a PDF the tab shows (or the page downloaded) is read instead
+    if document is not None:
+        url, full = document.url, document.text
+    else:
+        state = await ctx.browser.state()
+        url, full = state.url, state.text()
+    text = _capped(full, limit)
     if ctx.llms is None:
-        return _store_text(ctx, state.url, text)
+        return _store_text(ctx, url, text)
     schema = ctx.spec.output_schema
     goal = p.goal or "the information the task asks for"
     chunks = split_text(text, CHUNK_CHARS)  # the text is already capped (BROWSERD_MAX_EXTRACT_CHARS)
-    values = [await _extract_chunk(ctx, goal, state.url, chunk, i, len(chunks)) for i, chunk in enumerate(chunks, 1)]
+    values = [await _extract_chunk(ctx, goal, url, chunk, i, len(chunks)) for i, chunk in enumerate(chunks, 1)]
     if schema is None:
         values = ["\n".join(str(v.get("content") or "") if isinstance(v, dict) else str(v) for v in values)]
-    ctx.findings.extracted(goal, state.url, values, structured=schema is not None)
+    ctx.findings.extracted(goal, url, values, structured=schema is not None)
     parts = f" ({len(chunks)} parts)" if len(chunks) > 1 else ""
-    unread = (f"; the page's text after {ctx.config.actions.max_extract_chars:,} characters was not read "
-              "(BROWSERD_MAX_EXTRACT_CHARS)" if len(full) > ctx.config.actions.max_extract_chars else "")
+    unread = (f"; the page's text after {limit:,} characters was not read "
+              "(BROWSERD_MAX_EXTRACT_CHARS)" if len(full) > limit else "")
+    unread += f"; {document.summary()}" if document is not None and document.pages < document.total else ""
     so_far = ctx.findings.summary(schema)
     shown = values[0] if len(values) == 1 else values
-    return ActionResult(f"extracted from {state.url}{parts}: {short(shown, 2000)}{unread}"
+    return ActionResult(f"extracted from {url}{parts}: {short(shown, 2000)}{unread}"
                         f"{'; ' + so_far if so_far else ''}")
 
 

@@ -16,6 +16,12 @@ WAIT_SLICE = 0.25  # seconds between looks at the browser during a wait
 async def go_to_url(ctx: JobContext, p: GoToUrl) -> ActionResult:
     if await ctx.browser.goto(p.url) is not None:
         return ActionResult(f"{p.url} is a file, not a page: the tab stays on {await ctx.browser.page.url()}")
+    try:
+        document = await ctx.browser.document(ctx.config.actions.max_extract_chars)
+    except ActionError as exc:  # the page is there; what it shows could not be read as a PDF
+        return ActionResult(f"navigated to {p.url}: {exc}")
+    if document is not None:
+        return ActionResult(f"navigated to {p.url}: {document.summary()}")
     return ActionResult(f"navigated to {p.url}")
 
 

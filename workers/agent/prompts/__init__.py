@@ -3,11 +3,12 @@
 from workers.agent.prompts.extractor import extractor_system
 from workers.agent.prompts.followup import follow_up_task
 from workers.agent.prompts.horizon import horizon_system
+from workers.agent.prompts.loops import loop_nudge
 from workers.agent.prompts.memory import memory_system
 from workers.agent.prompts.navigator import navigator_system
 from workers.agent.prompts.planner import planner_system
 from workers.agent.prompts.replay import heal_plan
 from workers.agent.prompts.security import SECURITY_RULES
 
-__all__ = ["SECURITY_RULES", "extractor_system", "follow_up_task", "heal_plan", "horizon_system", "memory_system",
-           "navigator_system", "planner_system"]
+__all__ = ["SECURITY_RULES", "extractor_system", "follow_up_task", "heal_plan", "horizon_system", "loop_nudge",
+           "memory_system", "navigator_system", "planner_system"]

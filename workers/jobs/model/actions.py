@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from workers.jobs.model.locators import Locator
 from workers.jobs.model.result import ActionRecord
+from workers.jobs.model.spec import MAX_INPUT_FILES
 from workers.jobs.model.status import Outcome
 
 # What a script may name an element by instead of an index. The navigator only ever uses indexes,
@@ -171,6 +172,12 @@ class SendKeys(ActionParams):
     keys: str = Field(min_length=1, description="keys like 'Enter', 'Escape', 'Control+a', or text to type")
 
 
+class UploadFile(ElementRefByText):
+    files: list[str] = Field(min_length=1, max_length=MAX_INPUT_FILES, description=(
+        "names of the job's input files to put into the file input (the task lists them); no other file can be "
+        "uploaded"))
+
+
 class CacheContent(ActionParams):
     content: str = Field(description="findings to remember for later steps")
 
@@ -278,6 +285,7 @@ ACTION_PARAMS: dict[str, type[ActionParams]] = {
     "next_page": NextPage,
     "scroll_to_text": ScrollToText,
     "send_keys": SendKeys,
+    "upload_file": UploadFile,
     "cache_content": CacheContent,
     "done": Done,
     "extract_content": ExtractContent,

@@ -7,6 +7,8 @@ pydantic: importing it loads neither Redis, Celery nor the agent.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -35,6 +37,8 @@ from workers.jobs.model.browsing import (
     check_locale,
     check_timezone,
 )
+from workers.jobs.artifacts.names import SAFE_NAME
+from workers.jobs.ids import ID_SHAPE
 from workers.jobs.model.status import Priority
 from workers.jobs.politeness.options import PolitenessOptions
 
@@ -119,6 +123,83 @@ def check_secret_values(value: dict[str, SecretStr]) -> dict[str, SecretStr]:
             raise ValueError(f"secret {name!r}: {MIN_SECRET} to {MAX_SECRET} characters (a shorter value could "
                              "not be told apart from ordinary text, so it could not be kept out of prompts)")
     return value
+
+
+MASKED = "**********"  # how pydantic writes a SecretStr: a stored spec's seeds read back (the sealed ones are real)
+TOTP_SEED_MIN, TOTP_SEED_MAX = 16, 128  # base32 characters of a TOTP seed: 80 bits (RFC 4226's minimum) and up
+
+
+def check_totp_seeds(value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+    """Each seed as authenticator apps take it: base32 (spaces and case ignored), ``TOTP_SEED_MIN`` to
+    ``TOTP_SEED_MAX`` characters; kept normalised (upper case, no spaces or padding)."""
+    checked = {}
+    for name, secret in value.items():
+        raw = secret.get_secret_value()
+        if raw == MASKED:  # a stored spec read back: its seeds are in sealed_totp
+            checked[name] = secret
+            continue
+        seed = "".join(raw.split()).upper().rstrip("=")
+        if not TOTP_SEED_MIN <= len(seed) <= TOTP_SEED_MAX:
+            raise ValueError(f"totp {name!r}: a base32 seed of {TOTP_SEED_MIN} to {TOTP_SEED_MAX} characters")
+        try:
+            base64.b32decode(seed + "=" * (-len(seed) % 8))
+        except (binascii.Error, ValueError):
+            raise ValueError(f"totp {name!r}: not a base32 seed (letters A-Z and digits 2-7)") from None
+        checked[name] = SecretStr(seed)
+    return checked
+
+
+MAX_INPUT_FILES = 10  # input files of one job
+MAX_INPUT_FILE_BYTES = 2 << 20  # one input file sent in the submission (decoded): 2 MiB
+MAX_INPUT_BYTES = 8 << 20  # all of a job's input files sent in the submission together (decoded)
+INPUT_FILE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._ -]{0,127}$"  # a plain file name: never a path, never '..'
+
+
+class ArtifactRef(BaseModel):
+    """An artifact of another job of the same tenant (a download, a result): ``GET
+    /v1/jobs/{job}/artifacts`` lists their names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job: str = Field(pattern=f"^{ID_SHAPE}$", description="The id of the job that kept the artifact.")
+    name: str = Field(pattern=SAFE_NAME.pattern, description="The artifact's name in that job's folder.")
+
+
+class InputFile(BaseModel):
+    """A file the job may upload (the ``upload_file`` action names it by ``name``): its content in
+    the submission (base64), or an artifact of another job of the same tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=INPUT_FILE_NAME, description="The file's name, as the page receives it and as the "
+                      "model names it in upload_file (letters, digits, '.', '_', '-', spaces; no path).")
+    content_base64: str | None = Field(None, description=f"The file's bytes in base64: at most "
+                                       f"{MAX_INPUT_FILE_BYTES >> 20} MiB decoded.")
+    artifact: ArtifactRef | None = Field(None, description="Or: an artifact of another job of the same tenant "
+                                         "(at most the artifact store's download cap).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> InputFile:
+        if (self.content_base64 is None) == (self.artifact is None):
+            raise ValueError("content_base64: give exactly one of content_base64 or artifact")
+        if ".." in self.name:
+            raise ValueError("name: a plain file name ('..' is not allowed)")
+        if self.content_base64 is not None and decoded_size(self.content_base64) > MAX_INPUT_FILE_BYTES:
+            raise ValueError(f"content_base64: more than {MAX_INPUT_FILE_BYTES >> 20} MiB decoded")
+        return self
+
+    def content(self) -> bytes:
+        """The bytes sent in the submission (only when ``content_base64`` is set)."""
+        assert self.content_base64 is not None
+        return base64.b64decode(self.content_base64, validate=True)
+
+
+def decoded_size(text: str) -> int:
+    """The bytes a base64 text decodes to; ValueError when it is not base64."""
+    try:
+        return len(base64.b64decode(text, validate=True))
+    except (binascii.Error, ValueError):
+        raise ValueError("content_base64: not base64") from None
 
 
 class ArtifactOptions(BaseModel):
@@ -215,6 +296,18 @@ class JobSpec(BaseModel):
         None, description="Name of a stored credential set (POST /v1/credentials) whose secrets the job may use.")
     sealed_secrets: str | None = Field(
         None, description="Set by browserd: the job's secrets, encrypted. Not accepted in a submission.")
+    totp: dict[SecretName, SecretStr] = Field(
+        default_factory=dict, max_length=MAX_SECRETS,
+        description="Second factors: base32 seeds of time-based one-time passwords (RFC 6238, what authenticator "
+        "apps are given), by name. The model writes <secret>name</secret> in input_text and the browser gets the "
+        "current 6-digit code; neither the seed nor a code reaches the model, records or logs. Stored encrypted "
+        "(BROWSERD_SECRETS_KEY); shown masked.")
+    sealed_totp: str | None = Field(
+        None, description="Set by browserd: the job's TOTP seeds, encrypted. Not accepted in a submission.")
+    input_files: list[InputFile] = Field(
+        default_factory=list, max_length=MAX_INPUT_FILES,
+        description="Files the job may upload into the pages' file inputs (the upload_file action names them); "
+        f"no other file can be uploaded. Sent in the submission: at most {MAX_INPUT_BYTES >> 20} MiB together.")
     profile: ProfileName | None = Field(
         None, description="Auth profile (POST /v1/profiles) whose cookies and localStorage the job starts with.")
     save_profile: ProfileName | None = Field(
@@ -250,6 +343,13 @@ class JobSpec(BaseModel):
             raise ValueError("'auto_recipe' records an agent task: give it with 'task'")
         if self.script is not None and not self.script:
             raise ValueError("'script' must hold at least one action")
+        names = [f.name for f in self.input_files]
+        if len(set(names)) != len(names):
+            raise ValueError("input_files: each file's name once (the model names them by it)")
+        if sum(decoded_size(f.content_base64) for f in self.input_files if f.content_base64) > MAX_INPUT_BYTES:
+            raise ValueError(f"input_files: more than {MAX_INPUT_BYTES >> 20} MiB together")
+        if both := sorted(set(self.secrets) & set(self.totp)):
+            raise ValueError(f"totp: {', '.join(both)} named in 'secrets' too: one name, one value")
         return self
 
     @field_validator("allowed_domains", "denied_domains")
@@ -288,6 +388,11 @@ class JobSpec(BaseModel):
     @classmethod
     def _secret_values(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
         return check_secret_values(value)
+
+    @field_validator("totp")
+    @classmethod
+    def _totp_seeds(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        return check_totp_seeds(value)
 
     @field_validator("labels")
     @classmethod

@@ -51,11 +51,13 @@ class FailureCategory(StrEnum):
     refused = "refused"  # the task is harmful or disallowed
     blocked_by_site = "blocked_by_site"  # a captcha or bot wall stopped the agent
     unverified = "unverified"  # the models said done, but what the run recorded does not show it (never a success)
+    stuck = "stuck"  # the agent repeated the same actions on an unchanged page after it was told it was looping
     proxy_error = "proxy_error"  # the job's own proxy was unreachable, refused its credentials or spoke nonsense
     # what the job names does not exist (any more): the tenant's mistake, not browserd's
     profile_missing = "profile_missing"  # the auth profile it starts from
     credentials_missing = "credentials_missing"  # the credential set it types from
     recipe_unavailable = "recipe_unavailable"  # the recipe it replays: deleted, marked broken, or changed
+    input_file_missing = "input_file_missing"  # an input file's artifact: expired, gone, or another tenant's
 
 
 class Outcome(StrEnum):

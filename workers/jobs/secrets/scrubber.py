@@ -39,7 +39,7 @@ import base64
 import html.entities
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -145,8 +145,11 @@ class Scrubber:
     the DFA's memory (RE2 then falls back to its far slower NFA: 12 s for 5 MB with 20 random
     secrets of 256 characters, against 0.4 s as 20 passes)."""
 
-    def __init__(self, values: Mapping[str, str]) -> None:
-        ordered = sorted(((name, value) for name, value in values.items() if value), key=lambda kv: -len(kv[1]))
+    def __init__(self, values: Mapping[str, str], more: Mapping[str, Sequence[str]] | None = None) -> None:
+        """``values`` by name; ``more``: further values under a name of their own or one already
+        there (the one-time codes typed of a second factor, scrubbed to the factor's placeholder)."""
+        pairs = [*values.items(), *((name, value) for name, found in (more or {}).items() for value in found)]
+        ordered = sorted(((name, value) for name, value in pairs if value), key=lambda kv: -len(kv[1]))
         options = re2.Options()
         options.max_mem = MAX_PROGRAM_MEMORY
         options.log_errors = False

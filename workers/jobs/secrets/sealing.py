@@ -23,7 +23,7 @@ from pydantic import SecretStr
 from config import Settings
 from workers.jobs.errors import JobsError, SpecError
 from workers.jobs.model.browsing import ProxySettings
-from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.spec import MASKED, JobSpec
 
 NO_KEY = "this server has no BROWSERD_SECRETS_KEY, so it cannot keep secrets; ask its operator to set one"
 
@@ -75,11 +75,18 @@ def seal_spec(spec: JobSpec, settings: Settings) -> JobSpec:
     """Seal a submitted spec's secrets; a ``sealed_secrets`` in a submission is refused."""
     if spec.sealed_secrets is not None:
         raise SpecError.at("sealed_secrets", "set by browserd; give the values in 'secrets'")
-    if spec.secrets or spec.credentials:
+    if spec.sealed_totp is not None:
+        raise SpecError.at("sealed_totp", "set by browserd; give the seeds in 'totp'")
+    if spec.secrets or spec.credentials or spec.totp:
         if settings.secrets_key is None:
-            raise SpecError.at("credentials" if spec.credentials and not spec.secrets else "secrets", NO_KEY)
+            field = "totp" if spec.totp else "credentials" if spec.credentials and not spec.secrets else "secrets"
+            raise SpecError.at(field, NO_KEY)
     if spec.secrets:
         spec.sealed_secrets = seal({k: v.get_secret_value() for k, v in spec.secrets.items()}, settings)
+    if masked := sorted(k for k, v in spec.totp.items() if v.get_secret_value() == MASKED):
+        raise SpecError.at(f"totp.{masked[0]}", "give the seed itself, not its mask")
+    if spec.totp:
+        spec.sealed_totp = seal({k: v.get_secret_value() for k, v in spec.totp.items()}, settings)
     if spec.proxy is not None:
         _seal_proxy(spec.proxy, settings)
     return spec
@@ -100,6 +107,13 @@ def proxy_password(proxy: ProxySettings, settings: HoldsKey) -> str | None:
     if proxy.sealed_password is not None:
         return unseal(proxy.sealed_password, settings)["password"]
     return proxy.password.get_secret_value() if proxy.password is not None else None
+
+
+def open_totp(spec: JobSpec, settings: HoldsKey) -> dict[str, str]:
+    """The job's TOTP seeds (base32), opened; a spec that was never stored carries them in clear."""
+    if spec.sealed_totp is not None:
+        return unseal_json(spec.sealed_totp, settings, "the job's TOTP seeds")
+    return {k: v.get_secret_value() for k, v in spec.totp.items()}
 
 
 def open_secrets(spec: JobSpec, settings: Settings, stored: dict[str, str] | None = None) -> dict[str, str]:

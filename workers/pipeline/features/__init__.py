@@ -11,6 +11,7 @@ from workers.pipeline.feature import Feature
 from workers.pipeline.features.artifacts import Artifacts
 from workers.pipeline.features.crawls import Crawls
 from workers.pipeline.features.first_command import FirstCommand
+from workers.pipeline.features.input_files import InputFiles
 from workers.pipeline.features.kept_sessions import KeptSessions
 from workers.pipeline.features.limits import ResultLimits
 from workers.pipeline.features.live_view import LiveViews
@@ -25,6 +26,7 @@ FEATURES: tuple[type[Feature], ...] = (
     RecipeReplay,  # prepare: the recipe it replays; settle: what the run teaches the recipe
     Politeness,  # hold: the slot on its site; attach: the gate its navigations ask
     Artifacts,  # prepare: its folder in the artifact store
+    InputFiles,  # prepare: the files it may upload (sent with it, or another job's artifacts of its tenant)
     FirstCommand,  # attach: when its tab sends its first command
     LiveViews,  # during: the screencast while someone watches
     Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)

@@ -3,7 +3,7 @@
 A job's own ``secrets`` arrive sealed with ``BROWSERD_SECRETS_KEY`` (or in clear, for a spec that
 was never stored: ``browserd run``); a named credential set (``credentials``) lives sealed in the
 shared store. Both are opened here, the set's values first and the job's own over them, into the
-agent's inputs; from there the agent types them and scrubs every echo (``workers.agent.secrets``).
+agent's inputs, and so are the job's TOTP seeds (``totp``); from there the agent types them and scrubs every echo (``workers.agent.secrets``).
 A set that does not exist is the tenant's mistake: ``credentials_missing``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from workers.jobs.errors import CredentialsMissing
 from workers.jobs.secrets.credentials import CredentialStore
-from workers.jobs.secrets.sealing import open_secrets
+from workers.jobs.secrets.sealing import open_secrets, open_totp
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
 
@@ -30,3 +30,4 @@ class JobSecrets(Feature):
             if stored is None:
                 raise CredentialsMissing(spec.credentials)
         run.inputs.secrets = open_secrets(spec, self.settings, stored)
+        run.inputs.totp = open_totp(spec, self.settings)
