@@ -63,6 +63,9 @@ def api_command(handler: Callable[..., int]) -> Callable[..., int]:
             return EXIT_UNREACHABLE
         except RequestRefused as exc:
             print(f"browserd: {exc.message} (HTTP {exc.status})", file=sys.stderr)
+            if exc.quota is not None:  # over a tenant's quota: which, and when it frees
+                when = f"retry after {exc.retry_after:g}s" if exc.retry_after is not None else "it does not free for this request"
+                print(f"  quota {exc.quota}: {when}", file=sys.stderr)
             for field in exc.fields:  # the message names the first few; list any it left out
                 if f"{field.get('field')}: {field.get('message')}" not in exc.message:
                     print(f"  {field.get('field')}: {field.get('message')}", file=sys.stderr)
