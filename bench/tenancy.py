@@ -14,7 +14,9 @@ Then fair share, on a real stack (redis-server, ``browserd serve``, one worker r
 ``--slots`` jobs at once, Chromium): tenant A floods ``--flood`` script jobs (each a page and a
 wait of ``--job-seconds``), and once A's jobs fill every slot, tenant B submits one.
 ``first_job_wait_s_under_flood`` is B's job's wait from submission to its start; the target is
-one job's run time (``job_run_s``, A's jobs' mean) per free slot. ``--flood 0`` skips it.
+one job's run time (``job_run_s``, A's jobs' mean) per free slot: B's job takes the first slot that
+frees, so ``flood_jobs_started_ahead`` (A's jobs that started while B's waited) is 0. ``--flood 0``
+skips it.
 """
 
 from __future__ import annotations
@@ -254,6 +256,7 @@ class Flood:
     job_run_s: float | None = None
     slots: int = 0
     flood_submit_s: float | None = None
+    flood_jobs_started_ahead: int | None = None
 
 
 def flood(jobs: int, slots: int, job_seconds: int) -> Flood:
@@ -274,8 +277,12 @@ def flood(jobs: int, slots: int, job_seconds: int) -> Flood:
                    "tenant A's jobs to fill every slot")
         b = _ok(s, "POST", "/v1/jobs", {"script": script(page, waits=job_seconds, text="B")}, token=keys["beta"])
         done = s.wait_state(b["id"], {"succeeded", "failed"}, timeout=60 + 10 * job_seconds)
-        out.first_job_wait_s_under_flood = round(_at(done["started_at"]) - _at(done["created_at"]), 2)
+        submitted, began = _at(done["created_at"]), _at(done["started_at"])
+        out.first_job_wait_s_under_flood = round(began - submitted, 2)
         _ok(s, "POST", f"/v1/batches/{batch['id']}/cancel", {})
+        ahead = [j for j in _ok(s, "GET", "/v1/jobs?tenant=acme&limit=200")["jobs"]
+                 if j.get("started_at") and submitted < _at(j["started_at"]) < began]
+        out.flood_jobs_started_ahead = len(ahead)  # A's jobs that took a slot while B's waited: the fair answer is 0
         runs = [_at(j["finished_at"]) - _at(j["started_at"]) for j in
                 _ok(s, "GET", "/v1/jobs?state=succeeded&tenant=acme&limit=50")["jobs"] if j.get("started_at")]
         out.job_run_s = round(sum(runs) / len(runs), 2) if runs else None

@@ -305,6 +305,11 @@ class Settings(BaseSettings):
 
     # --- LLM -------------------------------------------------------------------------------
     llm_model: str = Field("gpt-4o-mini", description="Chat model for every agent role unless overridden.")
+    llm_prices: str | None = Field(
+        None, description="LLM prices, as JSON: {\"model\": {\"input\": 2.5, \"cached_input\": 1.25, \"output\": 10}} "
+        "in USD per million tokens, over the built-in table of common models (workers/jobs/costs.py). A model in "
+        "neither is unpriced: its calls count no dollars and results name it in unpriced_models."
+    )
     llm_base_url: AnyHttpUrl | None = Field(None, description="OpenAI-compatible endpoint; default: OpenAI.")
     openai_api_key: SecretStr | None = Field(
         None,

@@ -116,6 +116,13 @@ def print_job(job: dict[str, Any]) -> None:
               else f"not verified: {check.get('reason')}")
     if result.get("data") is not None:
         print("data: " + json.dumps(result["data"], default=str))
+    if result.get("cost_usd") is not None:
+        print(cost_line(result["cost_usd"], result.get("unpriced_models") or []))
+
+
+def cost_line(usd: float, unpriced: list[str]) -> str:
+    """What a run's LLM calls cost, and which models the table has no price for."""
+    return f"cost: ${usd:.4f}" + (f" (unpriced: {', '.join(unpriced)})" if unpriced else "")
 
 
 REQUESTS = (EventType.cancel_requested, EventType.pause_requested, EventType.resume_requested)

@@ -89,3 +89,14 @@ def test_the_admin_changes_quotas_and_bad_limits_are_refused(api: TestClient) ->
 def test_sessions_quota(api: TestClient) -> None:
     a = tenant(api, "acme", max_sessions=0)
     over(api.post("/v1/sessions", json={}, headers=a), "sessions")
+
+
+def test_max_cost_usd_is_checked_at_submission(api: TestClient) -> None:
+    a = tenant(api, "acme")
+    for bad in (0, -1, "a lot"):
+        refused = api.post("/v1/jobs", json={"task": "x", "max_cost_usd": bad}, headers=a)
+        assert refused.status_code == 422 and refused.json()["fields"][0]["field"] == "max_cost_usd", refused.text
+    made = api.post("/v1/jobs", json={"task": "x", "max_cost_usd": 0.5}, headers=a).json()
+    assert made["spec"]["max_cost_usd"] == 0.5
+    b = tenant(api, "beta")
+    assert api.get(f"/v1/jobs/{made['id']}", headers=b).status_code == 404

@@ -56,6 +56,7 @@ class FailureCategory(StrEnum):
     profile_missing = "profile_missing"  # the auth profile it starts from
     credentials_missing = "credentials_missing"  # the credential set it types from
     recipe_unavailable = "recipe_unavailable"  # the recipe it replays: deleted, marked broken, or changed
+    budget_exceeded = "budget_exceeded"  # its LLM calls cost max_cost_usd: stopped before the next one
 
 
 class Outcome(StrEnum):
