@@ -1,6 +1,7 @@
 """The price table (``workers/jobs/costs.py``) and the cost meter (``features/costs.py``): prices by
 exact name, by the longest prefix and without a provider prefix; the operator's table over the
-defaults; unpriced models; a bad table refused; the metric by tenant and model; bad max_cost_usd."""
+defaults; unpriced models; a bad table refused; the metric by tenant and model; bad max_cost_usd; a
+batch's cost."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pydantic import ValidationError
 import workers.jobs.metrics as metrics
 from config import ConfigError, load_settings
 from workers.agent.telemetry import LlmCall, Telemetry
+from workers.jobs.batches.store import BatchStore
 from workers.jobs.costs import DEFAULT_PRICES, PriceTable
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import LlmOutcome
+from workers.jobs.store.jobs import JobStore
 from workers.pipeline.features.costs import CostMeter
 
 
@@ -51,3 +54,15 @@ def test_the_meter_counts_dollars_by_tenant_and_model_and_names_unpriced_models(
 def test_max_cost_usd_must_be_a_positive_amount(bad: object) -> None:
     with pytest.raises(ValidationError):
         JobSpec(task="x", max_cost_usd=bad)
+
+
+async def test_a_batch_adds_up_its_jobs_costs(store: JobStore) -> None:
+    batches = BatchStore(store)
+    made = await batches.create([JobSpec(task="a"), JobSpec(task="b")], [3, 3])
+    await batches.add_cost(made.batch_id, 0.0125)
+    await batches.add_cost(made.batch_id, 0.0025)
+    await batches.add_cost(made.batch_id, 0)
+    assert (await batches.get(made.batch_id)).cost_usd == pytest.approx(0.015)  # type: ignore[union-attr]
+    gone = "0" * 32
+    await batches.add_cost(gone, 1.0)  # an expired batch: nothing written
+    assert not await store.redis.exists(store.keys.batch(gone))

@@ -38,6 +38,8 @@ class BatchRecord(BaseModel):
     schedule_id: str | None = Field(None, description="The schedule whose run this batch is.")
     tenant: str | None = Field(None, description="The tenant whose key submitted it; null: the operator's.")
     duplicates: int = Field(0, description="Items whose idempotency key named an existing job (not counted).")
+    cost_usd: float = Field(0.0, description="What its jobs' LLM calls cost so far, in USD (each job's cost_usd, "
+                            "added as its result is settled; unpriced models count nothing).")
     cancel_requested: bool = False
     webhook_url: str | None = None
     created_at: datetime

@@ -16,7 +16,7 @@ The batch hash's fields are read and written here (and by those scripts) only: `
 ``crawls.store``), the six counters, ``duplicates`` (items whose
 idempotency key named an existing job), ``cancel_requested``, ``submitted`` (``1`` once every
 message was published, ``repaired`` when the reconciler fixed ``total``), ``finished_at``, and
-``counted`` (its completion was counted in the metrics).
+``counted`` (its completion was counted in the metrics), ``cost_usd`` (its jobs' LLM cost, ``add_cost``).
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ def record_of(raw: dict[str, str]) -> BatchRecord | None:
         schedule_id=raw.get("schedule") or None,
         tenant=raw.get("tenant") or None,
         duplicates=int(raw.get("duplicates") or 0),
+        cost_usd=round(float(raw.get("cost_usd") or 0), 6),
         cancel_requested=cancelling,
         webhook_url=raw.get("webhook_url") or None,
         created_at=datetime.fromtimestamp(float(raw["created_at"]), UTC),
@@ -126,6 +127,11 @@ class BatchStore:
         if not all(created):  # an existing job is not this batch's: it is neither counted nor awaited
             await self.complete_if_done(batch_id)
         return BatchCreated(batch_id, job_ids, created)
+
+    async def add_cost(self, batch_id: str, usd: float) -> None:
+        """A job's LLM cost joins its batch's ``cost_usd`` (nothing for a batch whose record expired)."""
+        if usd > 0 and is_id(batch_id) and await self.redis.exists(self.keys.batch(batch_id)):
+            await self.redis.hincrbyfloat(self.keys.batch(batch_id), "cost_usd", usd)
 
     async def mark_submitted(self, batch_id: str) -> None:
         """Every message of the batch was published; until then the reconciler may repair it."""

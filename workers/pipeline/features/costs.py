@@ -6,7 +6,7 @@ counts ``browserd_llm_cost_usd_total{tenant,model}``, and remembers unpriced mod
 ``max_cost_usd``, the job's cancel check also answers true once the cost reached it: the agent checks
 it before every LLM call (and between actions), so the job stops before its next call.
 settle: the result gets ``cost_usd`` (this run's calls; a follow-up's its own) and
-``unpriced_models``; a run the budget stopped ends ``failed``, category ``budget_exceeded``, not
+``unpriced_models``, and the job's batch's ``cost_usd`` grows by it; a run the budget stopped ends ``failed``, category ``budget_exceeded``, not
 ``cancelled``.
 """
 
@@ -17,6 +17,7 @@ import logging
 import workers.jobs.metrics as metrics
 from config.logs import current
 from workers.agent.telemetry import DomCapture, LlmCall, Telemetry
+from workers.jobs.batches.store import BatchStore
 from workers.jobs.costs import PriceTable
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.status import FailureCategory, JobStatus
@@ -76,10 +77,22 @@ class Costs(Feature):
         meter = run.get(CostMeter)
         if meter is None:
             return result
-        changes: dict[str, object] = {"cost_usd": round(meter.take(), 6), "unpriced_models": sorted(meter.unpriced)}
+        usd = meter.take()
+        changes: dict[str, object] = {"cost_usd": round(usd, 6), "unpriced_models": sorted(meter.unpriced)}
+        await self._add_to_batch(run, usd)
         if meter.exceeded and result.status is JobStatus.cancelled and not run.is_cancelled():
             log.info("job %s: its LLM calls cost $%.4f, max_cost_usd $%g: stopped", run.job_id, meter.usd, meter.limit)
             changes.update(status=JobStatus.failed, category=FailureCategory.budget_exceeded,
                            error=f"the job's LLM calls cost ${meter.usd:.4f}, its max_cost_usd is ${meter.limit:g}: "
                            "stopped before its next LLM call")
         return result.model_copy(update=changes)
+
+    async def _add_to_batch(self, run: JobRun, usd: float) -> None:
+        """The run's cost joins its batch's (a worker's job: its record is in the store). Spent is
+        spent: counted before the result is recorded, so the batch has it when it completes."""
+        store = self.services.store
+        if store is None or usd <= 0:
+            return
+        record = await store.get(run.job_id)
+        if record is not None and record.batch:
+            await BatchStore(store).add_cost(record.batch, usd)
