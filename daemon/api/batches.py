@@ -37,7 +37,7 @@ BATCH_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "description": "A JSON array of job specs; or {\"jobs\": [...], \"defaults\": {...}, \"webhook_url\": ..., "
-        "\"mode\": \"auto\"}; or JSONL (one spec per line, optional first line {\"defaults\": {...}, "
+        "\"mode\": \"auto\", \"max_cost_usd\": 5}; or JSONL (one spec per line, optional first line {\"defaults\": {...}, "
         "\"webhook_url\": ..., \"mode\": ...}). mode auto: the first successful agent job is recorded as a recipe "
         "and the batch's later jobs whose task matches it replay it.",
         "content": {
@@ -64,6 +64,7 @@ async def _get(batches: BatchStore, batch_id: str, who: Principal) -> BatchRecor
 class _Checked:
     specs: list[JobSpec]
     webhook_url: str | None
+    max_cost_usd: float | None
 
 
 def _specs_of(raw: bytes, settings: Settings, who: Principal) -> _Checked:
@@ -73,7 +74,8 @@ def _specs_of(raw: bytes, settings: Settings, who: Principal) -> _Checked:
     request = parse_body(raw)
     if who.tenant is not None:
         check_batch_size(who.tenant, who.limits or TenantLimits(), len(request.jobs))
-    return _Checked(validate_jobs(request, settings, tenant_ceiling(who, settings)), request.webhook_url)
+    return _Checked(validate_jobs(request, settings, tenant_ceiling(who, settings)), request.webhook_url,
+                    request.max_cost_usd)
 
 
 @router.post("/batches", status_code=201, response_model=BatchRecord, openapi_extra=BATCH_BODY,
@@ -87,7 +89,8 @@ async def submit(request: Request, store: Store, who: Caller) -> BatchRecord:
     await check_credentials(specs, credential_store(request, store), batch=True)
     await check_profiles(specs, profile_store(request, store), batch=True)
     await check_recipes(specs, recipe_store(request, store), batch=True)
-    return await submit_batch(store, specs, settings, webhook_url=webhook_url, tenant=who.tenant)
+    return await submit_batch(store, specs, settings, webhook_url=webhook_url, tenant=who.tenant,
+                              max_cost_usd=checked.max_cost_usd)
 
 
 @router.get("/batches", response_model=list[BatchRecord])

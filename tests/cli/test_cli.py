@@ -229,3 +229,22 @@ def test_tenant_keys_from_the_command_line(deploy: Stack, site: StaticServer) ->
     assert browserd(deploy, "--token", new_key, "jobs").returncode == 0
     assert "REVOKED" in browserd(deploy, "tenant", "revoke", "cli-acme").stdout
     assert browserd(deploy, "--token", new_key, "jobs").returncode != 0
+
+
+def test_tenant_quotas_from_the_command_line(deploy: Stack) -> None:
+    made = browserd(deploy, "tenant", "create", "cli-quota", "--max-queued", "0", "--max-running", "2")
+    assert made.returncode == 0, made.stderr
+    assert "max_running 2" in made.stdout and "max_queued 0" in made.stdout
+    key = made.stdout.splitlines()[1]
+    over = browserd(deploy, "--token", key, "submit", "read the front page")
+    assert over.returncode == 1 and "over its quota 'queued'" in over.stderr and "quota queued: retry after" in over.stderr
+    bad = browserd(deploy, "tenant", "limits", "cli-quota", "--max-running", "0")
+    assert bad.returncode == 2 and "max_running" in bad.stderr
+    changed = browserd(deploy, "tenant", "limits", "cli-quota", "--max-queued", "5", "--max-jobs-per-day", "1")
+    assert changed.returncode == 0 and "max_queued 5" in changed.stdout and "max_running" not in changed.stdout
+    assert browserd(deploy, "--token", key, "submit", "read the front page").returncode == 0
+    daily = browserd(deploy, "--token", key, "submit", "read it again")
+    assert daily.returncode == 1 and "quota jobs_per_day: retry after" in daily.stderr
+    used = json.loads(browserd(deploy, "tenant", "usage", "cli-quota", "--json").stdout)
+    assert used["jobs_today"] == 1 and used["queued"] + used["running"] <= 1
+    assert browserd(deploy, "--token", key, "tenant", "usage", "cli-quota").returncode == 1  # the operator's command

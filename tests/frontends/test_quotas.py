@@ -100,3 +100,17 @@ def test_max_cost_usd_is_checked_at_submission(api: TestClient) -> None:
     assert made["spec"]["max_cost_usd"] == 0.5
     b = tenant(api, "beta")
     assert api.get(f"/v1/jobs/{made['id']}", headers=b).status_code == 404
+
+
+def test_a_batch_and_a_schedule_take_a_max_cost_usd(api: TestClient) -> None:
+    a = tenant(api, "acme")
+    for bad in (0, -2, "ten", True):
+        refused = api.post("/v1/batches", json={"jobs": [{"task": "x"}], "max_cost_usd": bad}, headers=a)
+        assert refused.status_code == 422 and refused.json()["fields"][0]["field"] == "max_cost_usd", refused.text
+    made = api.post("/v1/batches", json={"jobs": [{"task": "x"}], "max_cost_usd": 2.5}, headers=a).json()
+    assert made["max_cost_usd"] == 2.5 and made["cost_usd"] == 0 and made["budget_stopped"] is False
+    lines = '{"defaults": {}, "max_cost_usd": 1}\n{"task": "y"}\n'
+    jsonl = api.post("/v1/batches", content=lines, headers={**a, "Content-Type": "application/x-ndjson"}).json()
+    assert jsonl["max_cost_usd"] == 1
+    assert api.post("/v1/schedules", json={"every": 3600, "job": {"task": "s"}, "max_cost_usd": -1},
+                    headers=a).status_code == 422

@@ -15,6 +15,7 @@ from workers.jobs.batches.store import BatchStore
 from workers.jobs.costs import DEFAULT_PRICES, PriceTable
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import LlmOutcome
+from workers.jobs.schedules.models import ScheduleSpec
 from workers.jobs.store.jobs import JobStore
 from workers.pipeline.features.costs import CostMeter
 
@@ -66,3 +67,24 @@ async def test_a_batch_adds_up_its_jobs_costs(store: JobStore) -> None:
     gone = "0" * 32
     await batches.add_cost(gone, 1.0)  # an expired batch: nothing written
     assert not await store.redis.exists(store.keys.batch(gone))
+
+
+async def test_a_batch_at_its_max_cost_stops_starting_jobs_once(store: JobStore) -> None:
+    batches = BatchStore(store)
+    made = await batches.create([JobSpec(task=t) for t in "abc"], [3, 3, 3], max_cost_usd=0.01)
+    running = made.job_ids[0]
+    await store.start(running, worker="w", max_attempts=3, stale_after=30)
+    assert not await batches.add_cost(made.batch_id, 0.006)
+    assert await batches.add_cost(made.batch_id, 0.005)  # 0.011 >= 0.01: this call reached it
+    assert not await batches.add_cost(made.batch_id, 0.001)  # reached once
+    assert await batches.stop_starting(made.batch_id) == 2
+    states = [(await store.get(j)).state for j in made.job_ids]  # type: ignore[union-attr]
+    assert states == ["running", "cancelled", "cancelled"]  # the running job goes on
+    record = await batches.get(made.batch_id)
+    assert record is not None and record.budget_stopped and record.max_cost_usd == 0.01
+
+
+def test_each_run_of_a_schedule_carries_its_max_cost_usd() -> None:
+    one = ScheduleSpec(every=3600, job={"task": "s"}, max_cost_usd=3)
+    many = ScheduleSpec(every=3600, batch={"jobs": [{"task": "s"}]}, max_cost_usd=0.5)
+    assert one.request().max_cost_usd == 3 and many.request().max_cost_usd == 0.5

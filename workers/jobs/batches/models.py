@@ -40,6 +40,9 @@ class BatchRecord(BaseModel):
     duplicates: int = Field(0, description="Items whose idempotency key named an existing job (not counted).")
     cost_usd: float = Field(0.0, description="What its jobs' LLM calls cost so far, in USD (each job's cost_usd, "
                             "added as its result is settled; unpriced models count nothing).")
+    max_cost_usd: float | None = Field(None, description="Once cost_usd reaches it, the batch stops starting jobs: "
+                                       "its queued jobs are cancelled (budget_stopped).")
+    budget_stopped: bool = Field(False, description="The batch reached its max_cost_usd and stopped starting jobs.")
     cancel_requested: bool = False
     webhook_url: str | None = None
     created_at: datetime

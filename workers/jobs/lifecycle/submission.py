@@ -82,16 +82,17 @@ async def publish_jobs(store: JobStore, job_ids: list[str], specs: list[JobSpec]
 
 async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings, *,
                        schedule_id: str | None = None, webhook_url: str | None = None,
-                       tenant: str | None = None) -> BatchRecord:
-    """Queue checked specs as one batch (``tenant``'s, or the operator's); returns its record
-    (already counting its queued jobs)."""
+                       tenant: str | None = None, max_cost_usd: float | None = None) -> BatchRecord:
+    """Queue checked specs as one batch (``tenant``'s, or the operator's; ``max_cost_usd``: the
+    LLM cost at which it stops starting jobs); returns its record (already counting its queued jobs)."""
     if tenant is not None:
         limits = await limits_of(store, tenant)
         check_batch_size(tenant, limits, len(specs))
         await Quotas(store.redis, store.keys).admit_jobs(tenant, limits, len(specs))
     batches = BatchStore(store)
     steps = [max_steps_of(spec, settings) for spec in specs]
-    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url, tenant=tenant)
+    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url, tenant=tenant,
+                                max_cost_usd=max_cost_usd)
     batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
     fresh = [(job_id, spec) for job_id, spec, new in zip(job_ids, specs, created) if new]
     try:

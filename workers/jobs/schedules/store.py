@@ -162,7 +162,8 @@ class ScheduleStore:
             specs = automatic(specs, f"schedule-{schedule_id}")
         try:
             record = await submit_batch(self.store, specs, settings, schedule_id=schedule_id,
-                                        webhook_url=request.webhook_url, tenant=schedule.tenant)
+                                        webhook_url=request.webhook_url, tenant=schedule.tenant,
+                                        max_cost_usd=request.max_cost_usd)
         except QuotaExceeded as exc:  # the tenant's quota, not the schedule's fault: this run is skipped
             await self.redis.hincrby(self.key(schedule_id), "skipped", 1)
             metrics.observe_schedule_run("skipped")

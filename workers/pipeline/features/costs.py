@@ -94,5 +94,9 @@ class Costs(Feature):
         if store is None or usd <= 0:
             return
         record = await store.get(run.job_id)
-        if record is not None and record.batch:
-            await BatchStore(store).add_cost(record.batch, usd)
+        if record is None or not record.batch:
+            return
+        batches = BatchStore(store)
+        if await batches.add_cost(record.batch, usd):  # the batch's max_cost_usd: it starts no more jobs
+            stopped = await batches.stop_starting(record.batch)
+            log.info("batch %s reached its max_cost_usd: %d queued jobs cancelled", record.batch, stopped)
