@@ -9,9 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 
 from tests.frontends.tenancy import api_client, tenant
+from workers.jobs.store.keys import Keys
 from workers.jobs.tenants.quotas import until_midnight
 
 
@@ -114,3 +116,16 @@ def test_a_batch_and_a_schedule_take_a_max_cost_usd(api: TestClient) -> None:
     assert jsonl["max_cost_usd"] == 1
     assert api.post("/v1/schedules", json={"every": 3600, "job": {"task": "s"}, "max_cost_usd": -1},
                     headers=a).status_code == 422
+
+
+def test_a_tenants_daily_budget_in_dollars(api: TestClient, redis_url: str) -> None:
+    a = tenant(api, "acme", max_cost_usd_per_day=0.05)
+    b = tenant(api, "beta", max_cost_usd_per_day=0.05)
+    assert api.post("/v1/jobs", json={"task": "x"}, headers=a).status_code == 201
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    redis.Redis.from_url(redis_url).incrbyfloat(Keys().tenant_cost("acme", today), 0.05)  # what its workers spent
+    body = over(api.post("/v1/jobs", json={"task": "y"}, headers=a), "cost_per_day")
+    assert 0 < body["retry_after"] <= until_midnight(datetime.now(UTC)) + 1 and "$0.05" in body["message"]
+    assert api.post("/v1/jobs", json={"task": "y"}, headers=b).status_code == 201  # beta's budget is its own
+    assert api.get("/v1/tenants/acme/usage").json()["cost_today_usd"] == 0.05
+    assert api.put("/v1/tenants/acme/limits", json={"max_cost_usd_per_day": -1}).status_code == 422

@@ -52,6 +52,8 @@ def _limit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, help="most seconds one job may run")
     for flag, text in QUOTA_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", type=int, metavar="N", help=text)
+    p.add_argument("--max-cost-usd-per-day", type=float, metavar="USD",
+                   help="budget: USD its jobs' LLM calls may cost per UTC day (429 past it)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -66,7 +68,8 @@ QUOTA_FLAGS = {  # TenantLimits' quota fields: --max-running ...
 
 def _limits(args: argparse.Namespace) -> TenantLimits:
     return TenantLimits(allowed_networks=args.network, allowed_domains=args.domain, max_steps=args.max_steps,
-                        timeout=args.timeout, **{name: getattr(args, name) for name in QUOTA_FLAGS})
+                        timeout=args.timeout, max_cost_usd_per_day=args.max_cost_usd_per_day,
+                        **{name: getattr(args, name) for name in QUOTA_FLAGS})
 
 
 def _line(t: TenantInfo) -> str:
@@ -76,6 +79,7 @@ def _line(t: TenantInfo) -> str:
     parts += [f"max_steps {limits.max_steps}"] if limits.max_steps is not None else []
     parts += [f"timeout {limits.timeout:g}s"] if limits.timeout is not None else []
     parts += [f"{name} {getattr(limits, name)}" for name in QUOTA_FLAGS if getattr(limits, name) is not None]
+    parts += [f"max_cost_usd_per_day {limits.max_cost_usd_per_day:g}"] if limits.max_cost_usd_per_day is not None else []
     return f"{t.name}  key {t.key_id}  {'REVOKED  ' if t.revoked else ''}{'  '.join(parts)}"
 
 

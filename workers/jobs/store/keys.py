@@ -62,6 +62,7 @@ key                             type       holds
                                            ``retrying``): moved by ``set_state`` in ``job_prelude.lua``
                                            in the transition's own call, like a batch's counters
 ``P tenant:{t}:day:{date}``     string     jobs the tenant submitted on that UTC date (``tenant_admit.lua``); expires
+``P tenant:{t}:cost:{date}``    string     USD its jobs' LLM calls cost on that UTC date (``INCRBYFLOAT``); expires
 ``P tenant:{t}:pending:{prio}`` list       the tenant's job messages (Celery's envelope, ``job id|message``)
                                            waiting for fair dispatch (``tenants.dispatch``), oldest at the right
 ``P tenant:{t}:inflight``       zset       the tenant's jobs released to the broker and not final yet, score
@@ -223,6 +224,9 @@ class Keys:
 
     def tenant_day(self, tenant: str, date: str) -> str:
         return f"{self.prefix}tenant:{tenant}:day:{date}"
+
+    def tenant_cost(self, tenant: str, date: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:cost:{date}"
 
     def tenant_pending(self, tenant: str, priority: str) -> str:
         return f"{self.prefix}tenant:{tenant}:pending:{priority}"

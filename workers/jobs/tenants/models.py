@@ -46,6 +46,9 @@ class TenantLimits(BaseModel):
     max_jobs_per_day: int | None = Field(
         None, ge=0, le=100_000_000, description="Quota: most jobs submitted per UTC day (429 quota 'jobs_per_day', "
         "Retry-After until midnight UTC). Null: no quota.")
+    max_cost_usd_per_day: float | None = Field(
+        None, ge=0, le=10_000_000, description="Budget: USD its jobs' LLM calls may cost per UTC day; once spent, "
+        "submissions answer 429 quota 'cost_per_day' until midnight UTC (jobs already queued run). Null: none.")
     max_sessions: int | None = Field(
         None, ge=0, le=10_000, description="Quota: most interactive sessions open at once (429 quota 'sessions'). "
         "Null: only BROWSERD_SESSION_MAX_OPEN.")
@@ -116,6 +119,7 @@ class Quota(StrEnum):
     batch_size = "batch_size"
     jobs_per_day = "jobs_per_day"
     sessions = "sessions"
+    cost_per_day = "cost_per_day"
 
 
 class QuotaExceeded(JobsError):
@@ -123,7 +127,7 @@ class QuotaExceeded(JobsError):
     frees (None: it never frees for this request, e.g. a batch larger than ``batch_size``). The API
     answers 429 with the quota's name and ``Retry-After``."""
 
-    def __init__(self, tenant: str, quota: Quota, limit: int, retry_after: float | None, detail: str) -> None:
+    def __init__(self, tenant: str, quota: Quota, limit: float, retry_after: float | None, detail: str) -> None:
         self.tenant, self.quota, self.limit, self.retry_after = tenant, quota, limit, retry_after
         super().__init__(f"tenant {tenant!r} is over its quota {quota.value!r} ({limit}): {detail}")
 
@@ -136,4 +140,5 @@ class TenantUsage(BaseModel):
     released: int = Field(description="Its jobs released to the broker by fair dispatch and not finished.")
     waiting_dispatch: int = Field(description="Its jobs held back by fair dispatch (its turn has not come).")
     jobs_today: int = Field(description="Jobs it submitted this UTC day.")
+    cost_today_usd: float = Field(description="What its jobs' LLM calls cost this UTC day, in USD.")
     sessions: int = Field(description="Its interactive sessions open.")

@@ -8,6 +8,9 @@
   jobs, never more.
 * ``batch_size``: ``check_batch_size``, before anything is recorded.
 * ``sessions``: ``check_sessions``, before a session is recorded.
+* ``cost_per_day``: ``admit_jobs`` refuses a tenant whose jobs' LLM calls cost its
+  ``max_cost_usd_per_day`` today (``add_cost``, from the workers' cost feature); jobs already
+  queued still run, each within its own ``max_cost_usd``.
 * ``running``: never refused: fair dispatch (``dispatch``) releases at most ``max_running`` of the
   tenant's jobs at once, the rest wait their turn.
 
@@ -54,6 +57,12 @@ class Quotas:
     async def admit_jobs(self, tenant: str, limits: TenantLimits, count: int) -> None:
         """Count ``count`` new jobs against the tenant's queued and daily quotas, or refuse them all."""
         at = datetime.now(UTC)
+        if limits.max_cost_usd_per_day is not None:
+            spent = float(await self.redis.get(self.keys.tenant_cost(tenant, _day(at))) or 0)
+            if spent >= limits.max_cost_usd_per_day:
+                raise QuotaExceeded(tenant, Quota.cost_per_day, limits.max_cost_usd_per_day, until_midnight(at),
+                                    f"its jobs' LLM calls cost ${spent:.4f} today (UTC), its budget is "
+                                    f"${limits.max_cost_usd_per_day:g}; it frees at midnight UTC")
         max_queued = -1 if limits.max_queued is None else limits.max_queued
         max_day = -1 if limits.max_jobs_per_day is None else limits.max_jobs_per_day
         quota, value = await self._admit(
@@ -65,6 +74,16 @@ class Quotas:
         if quota == "jobs_per_day":
             raise QuotaExceeded(tenant, Quota.jobs_per_day, max_day, until_midnight(at),
                                 f"{value} submitted today (UTC), {count} more asked for; it frees at midnight UTC")
+
+    async def add_cost(self, tenant: str, usd: float) -> None:
+        """What a run of the tenant's cost joins its day's (``max_cost_usd_per_day``)."""
+        if usd <= 0:
+            return
+        key = self.keys.tenant_cost(tenant, _day(datetime.now(UTC)))
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.incrbyfloat(key, usd)
+            pipe.expire(key, DAY_COUNTER_TTL)
+            await pipe.execute()
 
     async def check_sessions(self, tenant: str, limits: TenantLimits, open_now: int) -> None:
         if limits.max_sessions is not None and open_now >= limits.max_sessions:
@@ -78,7 +97,9 @@ class Quotas:
             pipe.hmget(self.keys.tenant_usage(tenant), ["queued", "running", "retrying"])
             pipe.get(self.keys.tenant_day(tenant, _day(at)))
             pipe.zcard(self.keys.tenant_inflight(tenant))
-            (queued, running, retrying), today, released = await pipe.execute()
+            pipe.get(self.keys.tenant_cost(tenant, _day(at)))
+            (queued, running, retrying), today, released, cost = await pipe.execute()
         n = lambda v: max(0, int(v or 0))  # noqa: E731
         return TenantUsage(queued=n(queued), running=n(running) + n(retrying), released=int(released),
-                           waiting_dispatch=parked, jobs_today=n(today), sessions=sessions)
+                           waiting_dispatch=parked, jobs_today=n(today), sessions=sessions,
+                           cost_today_usd=round(float(cost or 0), 6))

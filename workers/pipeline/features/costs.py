@@ -6,7 +6,7 @@ counts ``browserd_llm_cost_usd_total{tenant,model}``, and remembers unpriced mod
 ``max_cost_usd``, the job's cancel check also answers true once the cost reached it: the agent checks
 it before every LLM call (and between actions), so the job stops before its next call.
 settle: the result gets ``cost_usd`` (this run's calls; a follow-up's its own) and
-``unpriced_models``, and the job's batch's ``cost_usd`` grows by it; a run the budget stopped ends ``failed``, category ``budget_exceeded``, not
+``unpriced_models``, and the job's batch's ``cost_usd`` and its tenant's cost today grow by it; a run the budget stopped ends ``failed``, category ``budget_exceeded``, not
 ``cancelled``.
 """
 
@@ -21,6 +21,7 @@ from workers.jobs.batches.store import BatchStore
 from workers.jobs.costs import PriceTable
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.status import FailureCategory, JobStatus
+from workers.jobs.tenants.quotas import Quotas
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun
 
@@ -79,7 +80,7 @@ class Costs(Feature):
             return result
         usd = meter.take()
         changes: dict[str, object] = {"cost_usd": round(usd, 6), "unpriced_models": sorted(meter.unpriced)}
-        await self._add_to_batch(run, usd)
+        await self._account(run, meter.tenant, usd)
         if meter.exceeded and result.status is JobStatus.cancelled and not run.is_cancelled():
             log.info("job %s: its LLM calls cost $%.4f, max_cost_usd $%g: stopped", run.job_id, meter.usd, meter.limit)
             changes.update(status=JobStatus.failed, category=FailureCategory.budget_exceeded,
@@ -87,12 +88,15 @@ class Costs(Feature):
                            "stopped before its next LLM call")
         return result.model_copy(update=changes)
 
-    async def _add_to_batch(self, run: JobRun, usd: float) -> None:
-        """The run's cost joins its batch's (a worker's job: its record is in the store). Spent is
-        spent: counted before the result is recorded, so the batch has it when it completes."""
+    async def _account(self, run: JobRun, tenant: str | None, usd: float) -> None:
+        """The run's cost joins its tenant's day and its batch's (a worker's job: its record is in
+        the store). Spent is spent: counted before the result is recorded, so the batch has it
+        when it completes."""
         store = self.services.store
         if store is None or usd <= 0:
             return
+        if tenant is not None:  # its day's budget (max_cost_usd_per_day)
+            await Quotas(store.redis, store.keys).add_cost(tenant, usd)
         record = await store.get(run.job_id)
         if record is None or not record.batch:
             return
