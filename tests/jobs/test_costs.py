@@ -11,12 +11,14 @@ from pydantic import ValidationError
 import workers.jobs.metrics as metrics
 from config import ConfigError, load_settings
 from workers.agent.telemetry import LlmCall, Telemetry
-from workers.jobs.batches.store import BatchStore
+from workers.jobs.batches.store import BatchStore, result_line
 from workers.jobs.costs import DEFAULT_PRICES, PriceTable
 from workers.jobs.model.spec import JobSpec
-from workers.jobs.model.status import LlmOutcome
+from workers.jobs.model.result import JobResult
+from workers.jobs.model.status import JobStatus, LlmOutcome
 from workers.jobs.schedules.models import ScheduleSpec
 from workers.jobs.store.jobs import JobStore
+from workers.jobs.webhooks.outbox import job_payload
 from workers.pipeline.features.costs import CostMeter
 
 
@@ -88,3 +90,14 @@ def test_each_run_of_a_schedule_carries_its_max_cost_usd() -> None:
     one = ScheduleSpec(every=3600, job={"task": "s"}, max_cost_usd=3)
     many = ScheduleSpec(every=3600, batch={"jobs": [{"task": "s"}]}, max_cost_usd=0.5)
     assert one.request().max_cost_usd == 3 and many.request().max_cost_usd == 0.5
+
+
+async def test_the_webhook_and_the_batch_results_carry_the_cost(store: JobStore) -> None:
+    made = await BatchStore(store).create([JobSpec(task="a")], [3])
+    job_id = made.job_ids[0]
+    claim = await store.start(job_id, worker="w", max_attempts=3, stale_after=30)
+    await store.finish(job_id, claim.attempt, JobResult(status=JobStatus.succeeded, final_answer="ok", cost_usd=0.0123))
+    [end] = await store.ends([job_id], with_result=True)
+    assert end is not None
+    assert job_payload(end, None)["cost_usd"] == 0.0123
+    assert result_line(job_id, end).cost_usd == 0.0123

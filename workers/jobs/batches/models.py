@@ -63,5 +63,6 @@ class ResultLine(BaseModel):
     error: str | None = None
     category: str | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="The job's labels, to join on.")
+    cost_usd: float | None = Field(None, description="What its LLM calls cost, in USD (its result's cost_usd).")
     result_artifact: str | None = Field(None, description="Where a result too large for the record is stored "
                                         "(final_answer and data are read back from it here).")

@@ -283,6 +283,7 @@ def result_line(job_id: str, end: JobEnd | None) -> ResultLine:
         error=end.error or head.error,
         category=end.category.value if end.category else None,
         labels=end.labels,
+        cost_usd=head.cost_usd,
         result_artifact=head.result_artifact,
     )
 

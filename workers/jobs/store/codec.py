@@ -169,6 +169,7 @@ class ResultHead:
     data: Any = None
     error: str | None = None
     result_artifact: str | None = None
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def end_of(job_id: str, row: list[str | None], result: str | None = None) -> Job
         return None
     parsed = json.loads(result) if result else {}
     head = ResultHead(final_answer=parsed.get("final_answer"), data=parsed.get("data"), error=parsed.get("error"),
-                      result_artifact=parsed.get("result_artifact"))
+                      result_artifact=parsed.get("result_artifact"), cost_usd=parsed.get("cost_usd"))
     return JobEnd(job_id=job_id, state=JobStatus(state), category=FailureCategory(category) if category else None,
                   error=error or None, batch=batch or None, labels=json.loads(labels) if labels else {},
                   runs=int(runs or 1), created_at=_seconds(created), started_at=_seconds(started),
