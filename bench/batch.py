@@ -5,12 +5,18 @@ this measures acceptance, not running), posts the batch as JSONL with shared def
 that every job was recorded and published, and prints one JSON line:
 ``{"jobs", "accept_seconds", "jobs_per_second"}``. ``accept_seconds`` is the wall time of the
 request, from sending the body to the batch id coming back (validation, records, publish).
+
+While it is accepted, a thread asks ``/healthz`` again and again: ``healthz_max_s`` is its slowest
+answer (the API's event loop is not held by a large batch: parsing and checking run in a thread).
+``redis_bytes_per_job`` is Redis's ``used_memory`` growth over the batch, per job: the job record
+(spec, labels, indexes), its event stream's first entry, and its broker message.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
 import urllib.request
 
@@ -43,12 +49,43 @@ def main() -> None:
     data = body(args.jobs)
     with stack() as s:
         post(s.url, body(20))  # warm the API (imports, script cache) before measuring
-        seconds, batch = post(s.url, data)
+        before = int(s.redis.info("memory")["used_memory"])
+        with Healthz(s.url) as health:
+            seconds, batch = post(s.url, data)
+        grown = int(s.redis.info("memory")["used_memory"]) - before
         published = sum(s.redis.llen(key) for key in queue_keys("normal"))
         assert batch["total"] == args.jobs and batch["counts"]["queued"] == args.jobs, batch
         assert published == args.jobs + 20, published
     print(json.dumps({"jobs": args.jobs, "accept_seconds": round(seconds, 3),
-                      "jobs_per_second": round(args.jobs / seconds)}))
+                      "jobs_per_second": round(args.jobs / seconds), "body_bytes": len(data),
+                      "healthz_max_s": round(health.slowest, 3), "healthz_answers": health.answers,
+                      "redis_bytes_per_job": round(grown / args.jobs)}))
+
+
+class Healthz:
+    """Asks ``/healthz`` in a loop on a thread while the block runs; keeps its slowest answer."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.slowest, self.answers = url + "/healthz", 0.0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._ask, daemon=True)
+
+    def __enter__(self) -> Healthz:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _ask(self) -> None:
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            with urllib.request.urlopen(self.url, timeout=60) as resp:
+                resp.read()
+            self.slowest = max(self.slowest, time.perf_counter() - started)
+            self.answers += 1
+            self._stop.wait(0.05)
 
 
 if __name__ == "__main__":

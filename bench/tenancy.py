@@ -8,19 +8,30 @@ job, a batch and a schedule; the operator makes one of each kind a tenant cannot
 credential set, a profile, a recipe) and a job of its own. (No interactive session is opened: that
 needs a worker; the session routes are walked with an id that names none.) A leak is any answer to B that is not a
 refusal (2xx/3xx) on a route naming one of those objects, or any answer that carries one of their
-ids or names. Fair-share figures (``first_job_wait_s_under_flood``) are not measured: quotas and
-fair scheduling are not built yet.
+ids or names.
+
+Then fair share, on a real stack (redis-server, ``browserd serve``, one worker running
+``--slots`` jobs at once, Chromium): tenant A floods ``--flood`` script jobs (each a page and a
+wait of ``--job-seconds``), and once A's jobs fill every slot, tenant B submits one.
+``first_job_wait_s_under_flood`` is B's job's wait from submission to its start; the target is
+one job's run time (``job_run_s``, A's jobs' mean) per free slot: B's job takes the first slot that
+frees, so ``flood_jobs_started_ahead`` (A's jobs that started while B's waited) is 0. ``--flood 0``
+skips it.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from cryptography.fernet import Fernet
@@ -30,6 +41,8 @@ from redbeat.schedulers import REDBEAT_REDIS_KEY
 import daemon.console.pages as console_pages
 from daemon.mcp.http import CALLER
 from tests.frontends.tenancy import api_client
+from tests.queue.stack import TOKEN, Stack, script, stack, wait_until
+from tests.support.servers import serve
 from tests.support.redis_server import RedisServer
 from workers.jobs.queue.app import app as celery_app
 from workers.jobs.recipes.models import Recipe, RecipeStep
@@ -37,6 +50,7 @@ from workers.jobs.recipes.store import RecipeStore
 from workers.jobs.store.connection import connect
 from workers.jobs.store.keys import Keys
 
+SITE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "site"
 REFUSED = {401, 404, 405, 409, 415, 422}  # 409/422: refused before reading anything (e.g. a bad body)
 SECRET_VALUE = "victim-password-9f8e7d"
 
@@ -235,9 +249,65 @@ def run() -> Report:
         return walk(c, key_b, victims)
 
 
+@dataclass
+class Flood:
+    flood_jobs: int = 0
+    first_job_wait_s_under_flood: float | None = None
+    job_run_s: float | None = None
+    slots: int = 0
+    flood_submit_s: float | None = None
+    flood_jobs_started_ahead: int | None = None
+
+
+def flood(jobs: int, slots: int, job_seconds: int) -> Flood:
+    """Tenant A's ``jobs`` queued, tenant B's first job: how long B waits for a slot."""
+    out = Flood(flood_jobs=jobs, slots=slots)
+    if not jobs:
+        return out
+    with serve(SITE) as site, stack(log_level="WARNING", job_timeout=120) as s:
+        page = site.url("/cdp/basic.html")
+        keys = {name: _ok(s, "POST", "/v1/tenants", {"name": name, "limits": {"allowed_networks": ["127.0.0.1/32"]}})
+                ["key"] for name in ("acme", "beta")}
+        s.start_worker(slots)
+        body = [{"script": script(page, waits=job_seconds, text=f"A{n}")} for n in range(jobs)]
+        started = time.perf_counter()
+        batch = _ok(s, "POST", "/v1/batches", body, token=keys["acme"])
+        out.flood_submit_s = round(time.perf_counter() - started, 3)
+        wait_until(lambda: _ok(s, "GET", f"/v1/batches/{batch['id']}")["counts"]["running"] >= slots, 120,
+                   "tenant A's jobs to fill every slot")
+        b = _ok(s, "POST", "/v1/jobs", {"script": script(page, waits=job_seconds, text="B")}, token=keys["beta"])
+        done = s.wait_state(b["id"], {"succeeded", "failed"}, timeout=60 + 10 * job_seconds)
+        submitted, began = _at(done["created_at"]), _at(done["started_at"])
+        out.first_job_wait_s_under_flood = round(began - submitted, 2)
+        _ok(s, "POST", f"/v1/batches/{batch['id']}/cancel", {})
+        ahead = [j for j in _ok(s, "GET", "/v1/jobs?tenant=acme&limit=200")["jobs"]
+                 if j.get("started_at") and submitted < _at(j["started_at"]) < began]
+        out.flood_jobs_started_ahead = len(ahead)  # A's jobs that took a slot while B's waited: the fair answer is 0
+        runs = [_at(j["finished_at"]) - _at(j["started_at"]) for j in
+                _ok(s, "GET", "/v1/jobs?state=succeeded&tenant=acme&limit=50")["jobs"] if j.get("started_at")]
+        out.job_run_s = round(sum(runs) / len(runs), 2) if runs else None
+    return out
+
+
+def _ok(s: Stack, method: str, path: str, body: Any = None, token: str | None = TOKEN) -> Any:
+    status, answer = s.call(method, path, body, token=token)
+    assert 200 <= status < 300, (method, path, status, answer)
+    return answer
+
+
+def _at(value: str) -> float:
+    return datetime.fromisoformat(value).timestamp()
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flood", type=int, default=2000, help="tenant A's queued jobs (0: no fair-share run)")
+    parser.add_argument("--slots", type=int, default=2, help="jobs the worker runs at once")
+    parser.add_argument("--job-seconds", type=int, default=2, help="seconds each flood job waits on its page")
+    args = parser.parse_args()
     report = run()
-    print(json.dumps(report.__dict__))
+    fair = flood(args.flood, args.slots, args.job_seconds)
+    print(json.dumps({**report.__dict__, **fair.__dict__}))
     return 1 if report.cross_tenant_leaks else 0
 
 

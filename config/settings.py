@@ -218,6 +218,12 @@ class Settings(BaseSettings):
         "Prometheus and the kubelet's probe reach each worker's container."
     )
     worker_concurrency: int = Field(4, ge=1, description="Jobs one worker process runs at once on its event loop.")
+    tenant_release: int = Field(
+        0, ge=0, le=100_000, description="Fair dispatch across tenants: most jobs of one tenant released to the "
+        "broker and not finished at once; the rest wait in the tenant's own list and are released round-robin "
+        "as slots free (0: the job slots of the live workers, their BROWSERD_WORKER_CONCURRENCY summed). A "
+        "tenant's max_running lowers it. The operator's (admin token's) jobs go to the broker directly."
+    )
     result_ttl: int = Field(7 * 24 * 3600, ge=1, description="Seconds finished job records and results are kept.")
     job_timeout: float = Field(600.0, gt=0, description="Default wall-clock limit for one job, in seconds.")
     max_attempts: int = Field(3, ge=1, description="Deliveries of one job before it fails as worker_lost.")
@@ -316,6 +322,11 @@ class Settings(BaseSettings):
 
     # --- LLM -------------------------------------------------------------------------------
     llm_model: str = Field("gpt-4o-mini", description="Chat model for every agent role unless overridden.")
+    llm_prices: str | None = Field(
+        None, description="LLM prices, as JSON: {\"model\": {\"input\": 2.5, \"cached_input\": 1.25, \"output\": 10}} "
+        "in USD per million tokens, over the built-in table of common models (workers/jobs/costs.py). A model in "
+        "neither is unpriced: its calls count no dollars and results name it in unpriced_models."
+    )
     llm_base_url: AnyHttpUrl | None = Field(None, description="OpenAI-compatible endpoint; default: OpenAI.")
     openai_api_key: SecretStr | None = Field(
         None,

@@ -42,7 +42,7 @@ from workers.jobs.profiles.models import ProfileInfo, StorageState
 from workers.jobs.recipes.models import RecipeInfo
 from workers.jobs.schedules.changes import RunChanges
 from workers.jobs.schedules.models import Schedule
-from workers.jobs.tenants.models import TenantInfo, TenantKey, TenantList
+from workers.jobs.tenants.models import TenantInfo, TenantKey, TenantList, TenantUsage
 from workers.jobs.sessions.models import (
     COMMAND_WAIT,
     OPEN_WAIT,
@@ -73,11 +73,16 @@ class ApiUnreachable(ClientError):
 
 
 class RequestRefused(ClientError):
-    """The API answered with an error; ``message`` is its own explanation, ``fields`` the bad ones."""
+    """The API answered with an error; ``message`` is its own explanation, ``fields`` the bad ones;
+    over a tenant's quota (429), ``quota`` names it and ``retry_after`` says in how many seconds it
+    frees (None: not for this request)."""
 
-    def __init__(self, status: int, code: str, message: str, fields: list[dict[str, str]] | None = None) -> None:
-        super().__init__(f"{message} (HTTP {status})")
+    def __init__(self, status: int, code: str, message: str, fields: list[dict[str, str]] | None = None, *,
+                 quota: str | None = None, retry_after: float | None = None) -> None:
+        when = f"; retry after {retry_after:g}s" if retry_after is not None else ""
+        super().__init__(f"{message}{when} (HTTP {status})")
         self.status, self.code, self.message, self.fields = status, code, message, fields or []
+        self.quota, self.retry_after = quota, retry_after
 
 
 def api_url(settings: Settings) -> str:
@@ -121,8 +126,10 @@ class Call:
 def refused(response: httpx.Response, raw: bytes) -> RequestRefused:
     try:
         body = json.loads(raw)
+        retry = body.get("retry_after")
         return RequestRefused(response.status_code, body.get("error", "http_error"),
-                              body.get("message") or raw.decode(errors="replace"), body.get("fields"))
+                              body.get("message") or raw.decode(errors="replace"), body.get("fields"),
+                              quota=body.get("quota"), retry_after=float(retry) if retry is not None else None)
     except (ValueError, AttributeError):
         return RequestRefused(response.status_code, "http_error",
                               raw.decode(errors="replace") or response.reason_phrase)
@@ -295,6 +302,14 @@ class Calls:
         if action == "rotate":
             return Call("POST", path + "/rotate", answer=TenantKey)
         return Call("POST" if action else "GET", path + (f"/{action}" if action else ""), answer=TenantInfo)
+
+    @staticmethod
+    def tenant_limits(name: str, limits: BaseModel | dict[str, Any]) -> Call:
+        return Call("PUT", f"/v1/tenants/{_q(name)}/limits", json=_spec(limits), answer=TenantInfo)
+
+    @staticmethod
+    def tenant_usage(name: str) -> Call:
+        return Call("GET", f"/v1/tenants/{_q(name)}/usage", answer=TenantUsage)
 
     @staticmethod
     def readyz() -> Call:
@@ -750,6 +765,14 @@ class Client:
         """The tenant's key fails at once everywhere; its objects stay."""
         return self._call(Calls.tenant(name, "revoke"))
 
+    def set_tenant_limits(self, name: str, limits: BaseModel | dict[str, Any]) -> TenantInfo:
+        """Replace the tenant's ceilings and quotas (``TenantLimits``); its key stays."""
+        return self._call(Calls.tenant_limits(name, limits))
+
+    def tenant_usage(self, name: str) -> TenantUsage:
+        """What the tenant uses now, beside its quotas."""
+        return self._call(Calls.tenant_usage(name))
+
     # --- recipes ---------------------------------------------------------------------------
 
     def save_recipe(self, job_id: str, name: str, params: dict[str, str] | None = None) -> RecipeInfo:
@@ -1030,6 +1053,12 @@ class AsyncClient:
 
     async def revoke_tenant(self, name: str) -> TenantInfo:
         return await self._call(Calls.tenant(name, "revoke"))
+
+    async def set_tenant_limits(self, name: str, limits: BaseModel | dict[str, Any]) -> TenantInfo:
+        return await self._call(Calls.tenant_limits(name, limits))
+
+    async def tenant_usage(self, name: str) -> TenantUsage:
+        return await self._call(Calls.tenant_usage(name))
 
     async def save_recipe(self, job_id: str, name: str, params: dict[str, str] | None = None) -> RecipeInfo:
         return await self._call(Calls.save_recipe(job_id, name, params))

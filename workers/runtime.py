@@ -32,6 +32,7 @@ from workers.jobs.lifecycle.cancelling import cancel_job
 from workers.jobs.model.status import JobStatus
 from workers.jobs.queue.app import default_node_name
 from workers.jobs.reconcile import Reconciler
+from workers.jobs.tenants.dispatch import Dispatcher
 from workers.jobs.sessions.store import SessionStore
 from workers.jobs.store.connection import connect
 from workers.jobs.store.jobs import JobStore
@@ -143,6 +144,18 @@ class WorkerRuntime:
             return Delivered(Abandoned.hard_limit, JobStatus.failed)
         finally:
             self.task_ids.pop(job_id, None)
+            self._release_parked()
+
+    def _release_parked(self) -> None:
+        """A slot frees: the tenants' parked jobs whose turn came go to the broker (fair dispatch)."""
+        try:
+            self._call(self._release(), 10.0)
+        except Exception as exc:  # the heartbeat tick and the reconciler release them later
+            log.warning("fair dispatch after a delivery failed: %s: %s", type(exc).__name__, exc)
+
+    async def _release(self) -> None:
+        assert self.store is not None
+        await Dispatcher(self.store, self.settings).release()
 
     def cancel(self, job_id: str, task_id: str | None) -> None:
         """Cancel ``job_id`` as ``browserd cancel`` does, because Celery revoked its task."""
@@ -237,6 +250,7 @@ class WorkerRuntime:
                 await self.pipeline.check_flags()  # type: ignore[union-attr]
                 if count % ticks_per_beat == 0:
                     await self._beat()
+                    await self._release()
             except Exception as exc:  # Redis hiccups must not stop the heartbeat for good
                 log.warning("worker heartbeat failed: %s", exc)
 

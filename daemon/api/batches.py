@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from typing import Annotated
@@ -24,7 +26,9 @@ from workers.jobs.lifecycle.submission import submit_batch
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.specs.batch_body import parse_body
 from workers.jobs.specs.checks import validate_jobs
-from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
+from workers.jobs.tenants.ceilings import tenant_ceiling
+from workers.jobs.tenants.models import TenantLimits
+from workers.jobs.tenants.quotas import check_batch_size
 from workers.jobs.tenants.principal import Principal
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], responses=ERRORS, tags=["batches"])
@@ -33,7 +37,7 @@ BATCH_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "description": "A JSON array of job specs; or {\"jobs\": [...], \"defaults\": {...}, \"webhook_url\": ..., "
-        "\"mode\": \"auto\"}; or JSONL (one spec per line, optional first line {\"defaults\": {...}, "
+        "\"mode\": \"auto\", \"max_cost_usd\": 5}; or JSONL (one spec per line, optional first line {\"defaults\": {...}, "
         "\"webhook_url\": ..., \"mode\": ...}). mode auto: the first successful agent job is recorded as a recipe "
         "and the batch's later jobs whose task matches it replay it.",
         "content": {
@@ -56,9 +60,22 @@ async def _get(batches: BatchStore, batch_id: str, who: Principal) -> BatchRecor
     return record
 
 
-async def _specs_of(raw: bytes, settings: Settings, ceiling: Ceiling | None) -> tuple[list[JobSpec], str | None]:
+@dataclass(frozen=True)
+class _Checked:
+    specs: list[JobSpec]
+    webhook_url: str | None
+    max_cost_usd: float | None
+
+
+def _specs_of(raw: bytes, settings: Settings, who: Principal) -> _Checked:
+    """The body parsed and every spec checked (CPU work: the caller runs it in a thread, so a
+    100,000-line batch does not hold the event loop); a tenant's batch size quota is checked
+    before its specs are."""
     request = parse_body(raw)
-    return validate_jobs(request, settings, ceiling), request.webhook_url
+    if who.tenant is not None:
+        check_batch_size(who.tenant, who.limits or TenantLimits(), len(request.jobs))
+    return _Checked(validate_jobs(request, settings, tenant_ceiling(who, settings)), request.webhook_url,
+                    request.max_cost_usd)
 
 
 @router.post("/batches", status_code=201, response_model=BatchRecord, openapi_extra=BATCH_BODY,
@@ -67,11 +84,13 @@ async def submit(request: Request, store: Store, who: Caller) -> BatchRecord:
     """Queue many jobs at once; every spec is checked first (a tenant's within its ceilings), and
     one bad item refuses the batch."""
     settings: Settings = request.app.state.settings
-    specs, webhook_url = await _specs_of(await request.body(), settings, tenant_ceiling(who, settings))
+    checked = await asyncio.to_thread(_specs_of, await request.body(), settings, who)
+    specs, webhook_url = checked.specs, checked.webhook_url
     await check_credentials(specs, credential_store(request, store), batch=True)
     await check_profiles(specs, profile_store(request, store), batch=True)
     await check_recipes(specs, recipe_store(request, store), batch=True)
-    return await submit_batch(store, specs, settings, webhook_url=webhook_url, tenant=who.tenant)
+    return await submit_batch(store, specs, settings, webhook_url=webhook_url, tenant=who.tenant,
+                              max_cost_usd=checked.max_cost_usd)
 
 
 @router.get("/batches", response_model=list[BatchRecord])

@@ -5,13 +5,15 @@ Every error body is ``{"error": <code>, "message": <what to do>}``; validation e
 named bound refused it, ``"limit"``: an output schema's ``"branches"``).
 
 HTTP status codes exist here only: the job kernel raises typed errors (``SpecError``,
-``QueueUnavailable``) and ``install`` maps them to 422 and 503.
+``QueueUnavailable``, ``QuotaExceeded``) and ``install`` maps them to 422, 503 and 429 (with the
+quota's name and ``Retry-After``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from config.messages import error_message
 from workers.jobs.errors import QueueUnavailable, SpecError
 from workers.jobs.specs.checks import field_name
+from workers.jobs.tenants.models import QuotaExceeded
 
 log = logging.getLogger("browserd.api")
 
@@ -42,6 +45,10 @@ class ErrorBody(BaseModel):
     error: str
     message: str
     fields: list[FieldError] | None = None
+    quota: str | None = Field(None, description="429 quota_exceeded: the tenant's quota that refused the request "
+                              "(running, queued, batch_size, jobs_per_day, sessions).")
+    retry_after: float | None = Field(None, description="429: seconds until the quota frees (also the Retry-After "
+                                      "header); absent when it never frees for this request (batch_size).")
 
 
 class ApiError(Exception):
@@ -99,6 +106,14 @@ async def _spec_error(request: Request, exc: Exception) -> JSONResponse:
     return await _api_error(request, from_spec_error(exc))
 
 
+async def _quota_exceeded(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, QuotaExceeded)
+    headers = {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after is not None else None
+    return _json(429, ErrorBody(error="quota_exceeded", message=str(exc), quota=exc.quota.value,
+                                retry_after=math.ceil(exc.retry_after) if exc.retry_after is not None else None),
+                 headers)
+
+
 async def _queue_unavailable(_: Request, exc: Exception) -> JSONResponse:
     log.error("broker unavailable: %s", exc)
     return _json(503, ErrorBody(error="unavailable", message="the work could not be queued (the broker is "
@@ -131,6 +146,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(SpecError, _spec_error)
     app.add_exception_handler(QueueUnavailable, _queue_unavailable)
+    app.add_exception_handler(QuotaExceeded, _quota_exceeded)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RedisConnectionError, _redis_down)
     app.add_exception_handler(RedisTimeoutError, _redis_down)

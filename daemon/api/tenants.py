@@ -1,4 +1,5 @@
-"""``/v1/tenants``: the operator's API keys for tenants (admin only): create, list, rotate, revoke.
+"""``/v1/tenants``: the operator's API keys for tenants (admin only): create, list, set limits
+(ceilings and quotas), read usage, rotate, revoke.
 
 A key is shown once, in the answer to create or rotate; Redis keeps only its hash
 (``workers.jobs.tenants.store``). Creating one needs ``BROWSERD_API_TOKEN``: without it every
@@ -15,7 +16,20 @@ from fastapi import APIRouter, Depends, Path, Request
 from daemon.api.deps import ERRORS, Store, admin_only
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.tenants.ceilings import check_networks, operator_ceiling
-from workers.jobs.tenants.models import TENANT_NAME, TenantExists, TenantInfo, TenantKey, TenantList, TenantMissing, TenantRequest
+from workers.jobs.sessions.store import SessionStore
+from workers.jobs.tenants.dispatch import Dispatcher
+from workers.jobs.tenants.models import (
+    TENANT_NAME,
+    TenantExists,
+    TenantInfo,
+    TenantKey,
+    TenantLimits,
+    TenantList,
+    TenantMissing,
+    TenantRequest,
+    TenantUsage,
+)
+from workers.jobs.tenants.quotas import Quotas
 from workers.jobs.tenants.store import TenantStore
 
 router = APIRouter(prefix="/v1/tenants", dependencies=[Depends(admin_only)], tags=["tenants"], responses={
@@ -65,6 +79,25 @@ async def get_tenant(name: Name, tenants: Tenants) -> TenantInfo:
     if found is None:
         raise _missing(TenantMissing(name))
     return found
+
+
+@router.put("/{name}/limits", response_model=TenantInfo)
+async def set_tenant_limits(name: Name, body: TenantLimits, request: Request, tenants: Tenants) -> TenantInfo:
+    """Replace the tenant's ceilings and quotas (its key stays); the next submission, session and
+    dispatch use them. Its networks must lie inside the operator's."""
+    check_networks(body.allowed_networks, operator_ceiling(request.app.state.settings), "allowed_networks")
+    return await _existing(tenants.set_limits(name, body))
+
+
+@router.get("/{name}/usage", response_model=TenantUsage)
+async def tenant_usage(name: Name, request: Request, store: Store, tenants: Tenants) -> TenantUsage:
+    """What the tenant uses now, beside its quotas: queued, running, released to the broker, held by
+    fair dispatch, submitted today (UTC), open sessions."""
+    if await tenants.get(name) is None:
+        raise _missing(TenantMissing(name))
+    sessions = len(await SessionStore(store.redis, store.keys).list(name))
+    parked = await Dispatcher(store, request.app.state.settings).parked(name)
+    return await Quotas(store.redis, store.keys).usage(name, parked=parked, sessions=sessions)
 
 
 @router.post("/{name}/rotate", response_model=TenantKey)

@@ -64,6 +64,9 @@ def api_command(handler: Callable[..., int]) -> Callable[..., int]:
             return EXIT_UNREACHABLE
         except RequestRefused as exc:
             print(f"browserd: {refusal(exc)} (HTTP {exc.status})", file=sys.stderr)
+            if exc.quota is not None:  # over a tenant's quota: which, and when it frees
+                when = f"retry after {exc.retry_after:g}s" if exc.retry_after is not None else "it does not free for this request"
+                print(f"  quota {exc.quota}: {when}", file=sys.stderr)
             for field in exc.fields:  # the message names the first few; list any it left out
                 if f"{field.get('field')}: {field.get('message')}" not in exc.message:
                     print(f"  {field.get('field')}: {field.get('message')}", file=sys.stderr)
@@ -124,6 +127,13 @@ def print_job(job: dict[str, Any]) -> None:
               else f"not verified: {check.get('reason')}")
     if result.get("data") is not None:
         print("data: " + json.dumps(result["data"], default=str))
+    if result.get("cost_usd") is not None:
+        print(cost_line(result["cost_usd"], result.get("unpriced_models") or []))
+
+
+def cost_line(usd: float, unpriced: list[str]) -> str:
+    """What a run's LLM calls cost, and which models the table has no price for."""
+    return f"cost: ${usd:.4f}" + (f" (unpriced: {', '.join(unpriced)})" if unpriced else "")
 
 
 REQUESTS = (EventType.cancel_requested, EventType.pause_requested, EventType.resume_requested)

@@ -69,13 +69,11 @@ def by_worker(series: str) -> str:
 
 
 API = f"browserd_api_requests_total[{RATE}]"
-TOKENS = 'sum({fn}(browserd_llm_tokens_total{{direction="{d}"}}[{r}]))'
 
 
 def cost(fn: str, window: str) -> str:
-    """USD from token counts and the dashboard's price variables (USD per million tokens)."""
-    used = {d: TOKENS.format(fn=fn, d=d, r=window) for d in ("input", "output")}
-    return f"({used['input']} * $price_input + {used['output']} * $price_output) / 1e6"
+    """USD the workers priced (``browserd_llm_cost_usd_total``: the price table per model)."""
+    return f"sum({fn}(browserd_llm_cost_usd_total[{window}]))"
 
 
 PANELS = [
@@ -119,8 +117,10 @@ PANELS = [
     graph("Tokens per second by model", [
         q(f"sum by (model, direction) (rate(browserd_llm_tokens_total[{RATE}]))", "{{model}} {{direction}}"),
     ], stack=True),
-    graph("LLM cost (USD/hour)", [q(f"{cost('rate', RATE)} * 3600", "USD/hour")], "currencyUSD",
-          description="Token rates times the dashboard's price variables (USD per million tokens)."),
+    graph("LLM cost (USD/hour)", [q(f"{cost('rate', RATE)} * 3600", "USD/hour"),
+                                  q(f"sum by (tenant) (rate(browserd_llm_cost_usd_total[{RATE}])) * 3600", "{{tenant}}")],
+          "currencyUSD", description="What the workers priced each LLM call at (the price table per model, "
+          "BROWSERD_LLM_PRICES), in all and by tenant; unpriced models count nothing."),
     stat("LLM cost over the range (USD)", cost("increase", "$__range"), "currencyUSD", h=8),
     stat("LLM error share", 'sum(rate(browserd_llm_requests_total{outcome!="ok"}[$__range])) / '
          "sum(rate(browserd_llm_requests_total[$__range]))", "percentunit", h=8),
@@ -183,10 +183,6 @@ def layout(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return panels
 
 
-def textbox(name: str, label: str, default: str) -> dict[str, Any]:
-    return {"type": "textbox", "name": name, "label": label, "query": default, "hide": 0,
-            "current": {"text": default, "value": default}, "options": [{"text": default, "value": default,
-                                                                        "selected": True}]}
 
 
 WORKER_VARIABLE = {
@@ -218,8 +214,6 @@ def dashboard() -> dict[str, Any]:
             {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus",
              "hide": 0, "current": {"text": "Prometheus", "value": "prometheus"}},
             WORKER_VARIABLE,
-            textbox("price_input", "USD per 1M input tokens", "0.15"),
-            textbox("price_output", "USD per 1M output tokens", "0.60"),
         ]},
         "panels": layout([json.loads(json.dumps(p)) for p in PANELS]),
     }

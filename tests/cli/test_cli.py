@@ -295,3 +295,20 @@ def test_a_crawl_schedule_and_its_change_feed_from_the_command_line(deploy: Stac
     for flags in (("--limit", "0"), ("--since", "yesterday")):
         refused = browserd(deploy, "changes", schedule["id"], *flags)
         assert refused.returncode == 2 and flags[0] in refused.stderr, refused.stderr
+def test_tenant_quotas_from_the_command_line(deploy: Stack) -> None:
+    made = browserd(deploy, "tenant", "create", "cli-quota", "--max-queued", "0", "--max-running", "2")
+    assert made.returncode == 0, made.stderr
+    assert "max_running 2" in made.stdout and "max_queued 0" in made.stdout
+    key = made.stdout.splitlines()[1]
+    over = browserd(deploy, "--token", key, "submit", "read the front page")
+    assert over.returncode == 1 and "over its quota 'queued'" in over.stderr and "quota queued: retry after" in over.stderr
+    bad = browserd(deploy, "tenant", "limits", "cli-quota", "--max-running", "0")
+    assert bad.returncode == 2 and "max_running" in bad.stderr
+    changed = browserd(deploy, "tenant", "limits", "cli-quota", "--max-queued", "5", "--max-jobs-per-day", "1")
+    assert changed.returncode == 0 and "max_queued 5" in changed.stdout and "max_running" not in changed.stdout
+    assert browserd(deploy, "--token", key, "submit", "read the front page").returncode == 0
+    daily = browserd(deploy, "--token", key, "submit", "read it again")
+    assert daily.returncode == 1 and "quota jobs_per_day: retry after" in daily.stderr
+    used = json.loads(browserd(deploy, "tenant", "usage", "cli-quota", "--json").stdout)
+    assert used["jobs_today"] == 1 and used["queued"] + used["running"] <= 1
+    assert browserd(deploy, "--token", key, "tenant", "usage", "cli-quota").returncode == 1  # the operator's command

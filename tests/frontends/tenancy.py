@@ -24,3 +24,10 @@ def api_client(redis_url: str, **settings: Any) -> Iterator[TestClient]:
     with TestClient(app, base_url="http://127.0.0.1:8080", follow_redirects=False) as c:
         c.headers["Authorization"] = f"Bearer {ADMIN}"
         yield c
+
+
+def tenant(api: TestClient, name: str, **limits: Any) -> dict[str, str]:
+    """A new tenant (the admin's call) and the headers its key sends."""
+    made = api.post("/v1/tenants", json={"name": name, "limits": limits})
+    assert made.status_code == 201, made.text
+    return {"Authorization": f"Bearer {made.json()['key']}"}

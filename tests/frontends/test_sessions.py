@@ -253,3 +253,22 @@ def test_a_tenants_session_is_its_own(frontend_stack: tuple[Stack, LLMServer], s
         with Client(s.url, TOKEN) as admin:
             assert session.id in [x.id for x in admin.sessions()]
         a.close_session(session.id)
+
+
+def test_a_tenants_sessions_quota(frontend_stack: tuple[Stack, LLMServer], site: StaticServer) -> None:
+    s, _ = frontend_stack
+    status, made = s.call("POST", "/v1/tenants", {"name": "sess-quota", "limits": {
+        "allowed_networks": ["127.0.0.1/32"], "max_sessions": 1}})
+    assert status == 201, made
+    status, other = s.call("POST", "/v1/tenants", {"name": "sess-other", "limits": {"allowed_networks": ["127.0.0.1/32"]}})
+    assert status == 201, other
+    page = site.url("/sessions/form.html")
+    with Client(s.url, made["key"], timeout=120) as a, Client(s.url, other["key"], timeout=120) as b:
+        first = a.open_session(page, allowed_networks=["127.0.0.1/32"])
+        over = refused(lambda: a.open_session(page, allowed_networks=["127.0.0.1/32"]))
+        assert over.status == 429 and over.quota == "sessions" and over.retry_after is not None
+        theirs = b.open_session(page, allowed_networks=["127.0.0.1/32"])  # another tenant is not held by it
+        b.close_session(theirs.id)
+        a.close_session(first.id)
+        again = a.open_session(page, allowed_networks=["127.0.0.1/32"])  # closing one frees the quota
+        a.close_session(again.id)

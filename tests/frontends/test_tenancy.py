@@ -14,19 +14,13 @@ from fastapi.testclient import TestClient
 import workers.jobs.metrics as metrics
 from bench.tenancy import Report, deployed, seed, walk, walk_routes
 from daemon.mcp.http import CALLER
-from tests.frontends.tenancy import ADMIN, api_client
+from tests.frontends.tenancy import ADMIN, api_client, tenant
 
 
 @pytest.fixture
 def api(redis_url: str) -> Iterator[TestClient]:
     with api_client(redis_url) as c:
         yield c
-
-
-def tenant(api: TestClient, name: str, **limits: Any) -> dict[str, str]:
-    made = api.post("/v1/tenants", json={"name": name, "limits": limits})
-    assert made.status_code == 201, made.text
-    return {"Authorization": f"Bearer {made.json()['key']}"}
 
 
 def test_keys_are_shown_once_kept_hashed_rotated_and_revoked(api: TestClient, redis_url: str) -> None:

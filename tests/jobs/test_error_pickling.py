@@ -25,6 +25,7 @@ from workers.jobs.lifecycle.steering import SteerRefusal
 from workers.jobs.model.status import JobStatus
 from workers.jobs.sessions.models import ReplyCode
 from workers.jobs.specs.schema_limits import SchemaLimit
+from workers.jobs.tenants.models import Quota
 from workers.tasks import JobFailed
 
 SAMPLES: dict[str, tuple[Any, ...]] = {
@@ -37,6 +38,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "SitemapError": ("not XML: a DTD",),
     "TenantExists": ("shop-team",),
     "TenantMissing": ("shop-team",),
+    "QuotaExceeded": ("shop-team", Quota.jobs_per_day, 100, 3600.0, "101 submitted today"),
     "TenantLimitsTooWide": ("0.0.0.0/0 is outside BROWSERD_ALLOWED_NETWORKS",),
     "JobVanished": ("job-1",),
     "BrowserWaitExpired": (30.0,),

@@ -114,6 +114,9 @@ STEP_SECONDS = Histogram("browserd_step_duration_seconds", "Time spent in each p
 LLM_REQUESTS = Counter("browserd_llm_requests", "LLM requests, by model and outcome.", ["model", "outcome"])
 LLM_TOKENS = Counter("browserd_llm_tokens", "LLM tokens, by model and direction (input|output).", ["model", "direction"])
 LLM_LATENCY = Histogram("browserd_llm_latency_seconds", "Latency of one LLM request.", ["model"], buckets=LLM)
+LLM_COST = Counter("browserd_llm_cost_usd", "What LLM requests cost in USD (the price table, BROWSERD_LLM_PRICES), by "
+                   "tenant ('operator' for the admin's jobs; never a key) and model; unpriced models count nothing.",
+                   ["tenant", "model"])
 LEASE_WAIT = Histogram("browserd_pool_lease_wait_seconds", "Time a job waited for a browser context.", buckets=FAST)
 CRASHES = Counter("browserd_browser_crashes", "Browsers that died unexpectedly.")
 RECYCLES = Counter("browserd_browser_recycles", "Browsers retired on purpose, by reason.", ["reason"])
@@ -155,7 +158,7 @@ POLITENESS_BACKOFFS = Counter("browserd_politeness_backoffs", "Times a registrab
 SCHEDULE_CHANGES = Counter("browserd_schedule_changes", "Items the change feed found across schedule runs, by kind "
                            "(added, changed, removed).", ["kind"])
 EVENT_METRICS = (BUILD_INFO, JOBS_TOTAL, TENANT_JOBS, JOB_DURATION, QUEUE_WAIT, STEPS, STEP_SECONDS, LLM_REQUESTS, LLM_TOKENS,
-                 LLM_LATENCY, LEASE_WAIT, CRASHES, RECYCLES, DOM_CAPTURE, DOM_ELEMENTS, WEBHOOKS, WEBHOOK_SECONDS,
+                 LLM_LATENCY, LLM_COST, LEASE_WAIT, CRASHES, RECYCLES, DOM_CAPTURE, DOM_ELEMENTS, WEBHOOKS, WEBHOOK_SECONDS,
                  BATCHES_SUBMITTED, BATCHES_COMPLETED, SCHEDULE_RUNS, API_REQUESTS, API_LATENCY, SESSION_COMMANDS,
                  SESSIONS_ENDED, POLITENESS_WAIT, POLITENESS_WAITING, REPLAY_STEPS, TOKENS_SAVED, CRAWL_PAGES,
                  CRAWL_SKIPPED, POLITENESS_BACKOFFS, SCHEDULE_CHANGES)
@@ -277,6 +280,12 @@ def observe_llm_call(model: str, outcome: LlmOutcome | str, seconds: float, toke
     for direction, tokens in (("input", tokens_in), ("output", tokens_out)):
         if tokens > 0:
             LLM_TOKENS.labels(model, direction).inc(tokens)
+
+
+def observe_llm_cost(tenant: str | None, model: str, usd: float) -> None:
+    """What one priced LLM request cost; ``tenant`` None: the operator's job."""
+    if usd > 0:
+        LLM_COST.labels(_tenant_label(tenant or OPERATOR_TENANT), _model_label(model or "unknown")).inc(usd)
 
 
 def observe_dom_capture(seconds: float, elements: int) -> None:

@@ -14,6 +14,9 @@ Redis lock lets one pass run at once. A pass:
   no queue and in no worker's hands (the submitter died between recording and publishing, or the
   broker lost the message): so an idempotency key always ends up naming a job that runs. A
   duplicate message is harmless: ``START`` lets one delivery run the job;
+  A tenant's orphan goes back to its fair dispatch (``tenants.dispatch``): parked, not published;
+* releases tenants' parked messages whose turn came (``Dispatcher.release``), and forgets released
+  jobs whose record expired without a final transition (``P tenant:{t}:inflight``);
 * repairs batches whose submitter died mid-way (``total`` becomes the jobs actually recorded);
 * publishes outbox entries left behind (``webhooks.outbox``), and trims index entries of expired records;
 * deletes the artifact folders of those expired records (``artifacts``): artifacts live as long
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 
 from config import Settings
 from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.batches.bulk import Outgoing
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.ids import ID_SHAPE, new_id
 from workers.jobs.metrics import queue_keys
@@ -38,6 +42,7 @@ from workers.jobs.queue.names import QUEUES
 from workers.jobs.queue.publish import send_job
 from workers.jobs.store.codec import JobLiveness, now
 from workers.jobs.store.jobs import JobStore
+from workers.jobs.tenants.dispatch import Dispatcher
 from workers.jobs.webhooks.outbox import Outbox
 
 log = logging.getLogger("browserd.reconcile")
@@ -53,6 +58,7 @@ JOB_ID_IN_MESSAGE = re.compile(f"'({ID_SHAPE})'")  # the job id in a message's `
 class Report:
     resent_running: int = 0
     published_queued: int = 0
+    released_parked: int = 0
     batches_repaired: int = 0
     webhooks_published: int = 0
     index_entries_trimmed: int = 0
@@ -67,6 +73,7 @@ class Reconciler:
         self.settings = settings
         self.artifacts = ArtifactStore.from_settings(settings)
         self._deleted = 0  # artifact folders deleted by this pass
+        self.dispatcher = Dispatcher(store, settings)
 
     async def run_if_due(self) -> Report | None:
         """A pass when none ran in this interval (``BROWSERD_RECONCILE_INTERVAL``) on any worker;
@@ -87,6 +94,7 @@ class Reconciler:
             report = Report(
                 resent_running=await self._resend_stale(t),
                 published_queued=await self._publish_orphans(t),
+                released_parked=await self._release(),
                 batches_repaired=await self._repair_batches(t),
                 webhooks_published=await Outbox(self.store).run_due(OUTBOX_GRACE, t),
                 index_entries_trimmed=await self._trim_expired(t),
@@ -141,11 +149,15 @@ class Reconciler:
             start += CHUNK
         if not candidates:
             return 0
-        in_flight = await self._in_flight()
+        in_flight = await self._in_flight() | await self.dispatcher.parked_ids()
         published = 0
         for job in candidates:
             if job.job_id not in in_flight:
-                await self._send(job)
+                if job.tenant is not None:
+                    timeout = job.timeout or self.settings.job_timeout
+                    await self.dispatcher.park(job.tenant, [Outgoing(job.job_id, job.priority, float(timeout))])
+                else:
+                    await self._send(job)
                 log.warning("job %s: queued with no message in the broker; published", job.job_id)
                 published += 1
         return published
@@ -165,6 +177,18 @@ class Reconciler:
         async for _, message in self.redis.hscan_iter(UNACKED, count=CHUNK):
             found.update(JOB_ID_IN_MESSAGE.findall(message))
         return found
+
+    # --- tenants' fair dispatch ------------------------------------------------------------------
+
+    async def _release(self) -> int:
+        """Forget released jobs whose record is gone, then release what is due."""
+        for tenant in await self.redis.smembers(self.keys.tenants_pending):
+            key = self.keys.tenant_inflight(tenant)
+            ids = await self.redis.zrange(key, 0, -1)
+            gone = [job_id for job_id, live in zip(ids, await self.store.liveness(ids)) if live is None]
+            if gone:
+                await self.redis.zrem(key, *gone)
+        return await self.dispatcher.release()
 
     # --- batches whose submitter died ------------------------------------------------------------
 

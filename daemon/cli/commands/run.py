@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from config import load_settings, setup_logging
 from daemon.cli.access import access_fields, add_access_flags
-from daemon.cli.output import EXIT_FAILED, EXIT_USAGE, UsageError, json_argument
+from daemon.cli.output import EXIT_FAILED, EXIT_USAGE, UsageError, cost_line, json_argument
 from workers.jobs.errors import SpecError
 from workers.jobs.model.actions import validate_script
 from workers.jobs.model.spec import JobSpec
@@ -137,3 +137,5 @@ def _print(result: Any) -> None:
     t = result.totals
     print(f"totals: {t.steps} steps, {t.actions} actions, {t.input_tokens}/{t.output_tokens} tokens in/out, "
           f"{t.llm_calls} LLM calls, {t.seconds:.2f}s")
+    if result.cost_usd is not None:
+        print(cost_line(result.cost_usd, result.unpriced_models))

@@ -2,6 +2,8 @@
 
     browserd tenant create acme [--network 10.1.0.0/16] [--domain acme.example] [--max-steps 50] [--timeout 600]
     browserd tenant list [--json]
+    browserd tenant limits acme --max-running 4 --max-queued 1000 --max-batch-size 500 --max-jobs-per-day 20000 --max-sessions 2
+    browserd tenant usage acme       # queued, running, held by fair dispatch, submitted today, sessions
     browserd tenant rotate acme      # a new key; the old one fails at once
     browserd tenant revoke acme      # the key fails at once everywhere; the tenant's objects stay
 
@@ -20,17 +22,17 @@ from workers.jobs.tenants.models import TenantInfo, TenantKey, TenantLimits
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tenant", help="tenant keys (admin): create, list, rotate, revoke")
+    p = sub.add_parser("tenant", help="tenant keys (admin): create, list, limits, usage, rotate, revoke")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     make = actions.add_parser("create", help="a tenant and its key (printed once)")
     make.add_argument("name", help="lowercase letters, digits, '-' and '_'")
-    make.add_argument("--network", action="append", default=[], metavar="CIDR",
-                      help="a private network its jobs may open (repeat; inside BROWSERD_ALLOWED_NETWORKS; default none)")
-    make.add_argument("--domain", action="append", default=None, metavar="DOMAIN",
-                      help="a domain its jobs may visit (repeat; default any)")
-    make.add_argument("--max-steps", type=int, help="most agent steps one job may ask for")
-    make.add_argument("--timeout", type=float, help="most seconds one job may run")
-    make.add_argument("--json", action="store_true", help="print JSON")
+    _limit_flags(make)
+    change = actions.add_parser("limits", help="replace a tenant's ceilings and quotas (its key stays)")
+    change.add_argument("name")
+    _limit_flags(change)
+    usage = actions.add_parser("usage", help="what a tenant uses now, beside its quotas")
+    usage.add_argument("name")
+    usage.add_argument("--json", action="store_true", help="print JSON")
     listing = actions.add_parser("list", help="every tenant: name, key id, revoked, limits (never a key)")
     listing.add_argument("--json", action="store_true", help="print JSON")
     for action, text in (("rotate", "a new key (printed once); the old one fails at once"),
@@ -41,12 +43,43 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def _limit_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--network", action="append", default=[], metavar="CIDR",
+                   help="a private network its jobs may open (repeat; inside BROWSERD_ALLOWED_NETWORKS; default none)")
+    p.add_argument("--domain", action="append", default=None, metavar="DOMAIN",
+                   help="a domain its jobs may visit (repeat; default any)")
+    p.add_argument("--max-steps", type=int, help="most agent steps one job may ask for")
+    p.add_argument("--timeout", type=float, help="most seconds one job may run")
+    for flag, text in QUOTA_FLAGS.items():
+        p.add_argument(f"--{flag.replace('_', '-')}", type=int, metavar="N", help=text)
+    p.add_argument("--max-cost-usd-per-day", type=float, metavar="USD",
+                   help="budget: USD its jobs' LLM calls may cost per UTC day (429 past it)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+QUOTA_FLAGS = {  # TenantLimits' quota fields: --max-running ...
+    "max_running": "quota: most of its jobs running at once (the rest wait their turn)",
+    "max_queued": "quota: most of its jobs queued at once (429 past it)",
+    "max_batch_size": "quota: most jobs in one batch (429 past it)",
+    "max_jobs_per_day": "quota: most jobs submitted per UTC day (429 past it)",
+    "max_sessions": "quota: most interactive sessions open at once (429 past it)",
+}
+
+
+def _limits(args: argparse.Namespace) -> TenantLimits:
+    return TenantLimits(allowed_networks=args.network, allowed_domains=args.domain, max_steps=args.max_steps,
+                        timeout=args.timeout, max_cost_usd_per_day=args.max_cost_usd_per_day,
+                        **{name: getattr(args, name) for name in QUOTA_FLAGS})
+
+
 def _line(t: TenantInfo) -> str:
     limits = t.limits
     parts = [f"networks {','.join(limits.allowed_networks) or 'none'}",
              f"domains {','.join(limits.allowed_domains) if limits.allowed_domains is not None else 'any'}"]
     parts += [f"max_steps {limits.max_steps}"] if limits.max_steps is not None else []
     parts += [f"timeout {limits.timeout:g}s"] if limits.timeout is not None else []
+    parts += [f"{name} {getattr(limits, name)}" for name in QUOTA_FLAGS if getattr(limits, name) is not None]
+    parts += [f"max_cost_usd_per_day {limits.max_cost_usd_per_day:g}"] if limits.max_cost_usd_per_day is not None else []
     return f"{t.name}  key {t.key_id}  {'REVOKED  ' if t.revoked else ''}{'  '.join(parts)}"
 
 
@@ -64,14 +97,24 @@ def _print(answer: TenantInfo, as_json: bool) -> None:
 @api_command
 def run(args: argparse.Namespace) -> int:
     api = client()
-    if args.action == "create":
+    if args.action in ("create", "limits"):
         try:
-            limits = TenantLimits(allowed_networks=args.network, allowed_domains=args.domain,
-                                  max_steps=args.max_steps, timeout=args.timeout)
+            limits = _limits(args)
         except ValidationError as exc:
-            print(f"browserd: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err.get("loc", ()))
+            print(f"browserd: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}", file=sys.stderr)
             return EXIT_USAGE
-        _print(api.create_tenant(args.name, limits=limits), args.json)
+        if args.action == "create":
+            _print(api.create_tenant(args.name, limits=limits), args.json)
+        else:
+            _print(api.set_tenant_limits(args.name, limits), args.json)
+    elif args.action == "usage":
+        used = api.tenant_usage(args.name)
+        if args.json:
+            print_json(used.model_dump(mode="json"))
+        else:
+            print("  ".join(f"{name} {value}" for name, value in used.model_dump().items()))
     elif args.action == "list":
         tenants = api.tenants()
         if args.json:

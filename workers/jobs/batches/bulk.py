@@ -100,6 +100,12 @@ def encode_jobs(jobs: Iterable[Outgoing]) -> dict[str, list[str]]:
     return out
 
 
+def messages_of(jobs: Iterable[Outgoing]) -> list[str]:
+    """The ``browserd.run_job`` message of each job, in order (a tenant's, parked for fair dispatch)."""
+    templates = _Templates()
+    return [templates.message(job) for job in jobs]
+
+
 async def publish_encoded(client: aioredis.Redis, encoded: dict[str, list[str]]) -> int:
     """Push every message in one round trip: one ``LPUSH queue m1 m2 ...`` per queue (in chunks).
 

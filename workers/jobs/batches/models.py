@@ -38,6 +38,11 @@ class BatchRecord(BaseModel):
     schedule_id: str | None = Field(None, description="The schedule whose run this batch is.")
     tenant: str | None = Field(None, description="The tenant whose key submitted it; null: the operator's.")
     duplicates: int = Field(0, description="Items whose idempotency key named an existing job (not counted).")
+    cost_usd: float = Field(0.0, description="What its jobs' LLM calls cost so far, in USD (each job's cost_usd, "
+                            "added as its result is settled; unpriced models count nothing).")
+    max_cost_usd: float | None = Field(None, description="Once cost_usd reaches it, the batch stops starting jobs: "
+                                       "its queued jobs are cancelled (budget_stopped).")
+    budget_stopped: bool = Field(False, description="The batch reached its max_cost_usd and stopped starting jobs.")
     cancel_requested: bool = False
     webhook_url: str | None = None
     created_at: datetime
@@ -58,5 +63,6 @@ class ResultLine(BaseModel):
     error: str | None = None
     category: str | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="The job's labels, to join on.")
+    cost_usd: float | None = Field(None, description="What its LLM calls cost, in USD (its result's cost_usd).")
     result_artifact: str | None = Field(None, description="Where a result too large for the record is stored "
                                         "(final_answer and data are read back from it here).")

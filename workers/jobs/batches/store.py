@@ -16,7 +16,8 @@ The batch hash's fields are read and written here (and by those scripts) only: `
 ``crawls.store``), the six counters, ``duplicates`` (items whose
 idempotency key named an existing job), ``cancel_requested``, ``submitted`` (``1`` once every
 message was published, ``repaired`` when the reconciler fixed ``total``), ``finished_at``, and
-``counted`` (its completion was counted in the metrics).
+``counted`` (its completion was counted in the metrics), ``cost_usd`` (its jobs' LLM cost, ``add_cost``),
+``max_cost_usd`` and ``budget_stopped`` (its cost reached it: its queued jobs were cancelled).
 """
 
 from __future__ import annotations
@@ -43,7 +44,17 @@ if TYPE_CHECKING:  # the caller hands in its artifact store; batches never open 
 COUNTERS = tuple(s.value for s in JobStatus)
 READ_CHUNK = 500  # job records read per round trip when streaming results or cancelling
 CREATE_CHUNK = 500  # jobs created per script call (keeps each call to a few milliseconds of Redis time)
+PIPELINE_CALLS = 10  # script calls per round trip: a 100,000-job batch packs 20 pipelines, not one
 EXPIRED = "the job record expired (BROWSERD_RESULT_TTL)"
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """Whose jobs a batch's are: the batch, its schedule, its tenant."""
+
+    batch_id: str
+    schedule_id: str | None
+    tenant: str | None
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,9 @@ def record_of(raw: dict[str, str]) -> BatchRecord | None:
         schedule_id=raw.get("schedule") or None,
         tenant=raw.get("tenant") or None,
         duplicates=int(raw.get("duplicates") or 0),
+        cost_usd=round(float(raw.get("cost_usd") or 0), 6),
+        max_cost_usd=float(raw["max_cost_usd"]) if raw.get("max_cost_usd") else None,
+        budget_stopped=raw.get("budget_stopped") == "1",
         cancel_requested=cancelling,
         webhook_url=raw.get("webhook_url") or None,
         created_at=datetime.fromtimestamp(float(raw["created_at"]), UTC),
@@ -94,7 +108,8 @@ class BatchStore:
                                                               CREATE_ONE=source("job_create")))
 
     async def create(self, specs: list[Any], max_steps: list[int], *, schedule_id: str | None = None,
-                     webhook_url: str | None = None, tenant: str | None = None) -> BatchCreated:
+                     webhook_url: str | None = None, tenant: str | None = None,
+                     max_cost_usd: float | None = None) -> BatchCreated:
         """Record a batch and its queued jobs (``tenant``'s, or the operator's).
 
         The batch hash (with its ``total``) is written before the jobs, so the counters the jobs'
@@ -104,28 +119,61 @@ class BatchStore:
         bkey = self.keys.batch(batch_id)
         created_at = datetime.now(UTC).timestamp()
         fields = {"id": batch_id, "total": len(specs), "created_at": repr(created_at),
-                  "schedule": schedule_id or "", "webhook_url": webhook_url or "", "tenant": tenant or ""}
+                  "schedule": schedule_id or "", "webhook_url": webhook_url or "", "tenant": tenant or "",
+                  "max_cost_usd": repr(max_cost_usd) if max_cost_usd is not None else ""}
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(bkey, mapping=fields)
             pipe.zadd(self.keys.batches, {batch_id: created_at})
             if schedule_id:
                 pipe.zadd(self.keys.schedule_runs(schedule_id), {batch_id: created_at})
             await pipe.execute()
-        argvs = [json.dumps(self.jobs.create_args(spec, max_steps=steps, batch=batch_id, schedule=schedule_id,
-                                                  tenant=tenant))
-                 for spec, steps in zip(specs, max_steps)]
+        owner = _Owner(batch_id, schedule_id, tenant)
+        argvs = await asyncio.to_thread(self._argvs, specs, max_steps, owner)  # CPU: off the event loop
         flat: list[Any] = []
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for start in range(0, len(argvs), CREATE_CHUNK):
-                await self._create_many(keys=[bkey, self.keys.batch_jobs(batch_id)],
-                                        args=argvs[start:start + CREATE_CHUNK], client=pipe)
-            for reply in await pipe.execute():
-                flat += reply
+        step = CREATE_CHUNK * PIPELINE_CALLS
+        for group in range(0, len(argvs), step):  # a few round trips, each packed while the loop stays free
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for start in range(group, min(group + step, len(argvs)), CREATE_CHUNK):
+                    await self._create_many(keys=[bkey, self.keys.batch_jobs(batch_id)],
+                                            args=argvs[start:start + CREATE_CHUNK], client=pipe)
+                for reply in await pipe.execute():
+                    flat += reply
         job_ids = flat[0::2]
         created = [bool(int(flag)) for flag in flat[1::2]]
         if not all(created):  # an existing job is not this batch's: it is neither counted nor awaited
             await self.complete_if_done(batch_id)
         return BatchCreated(batch_id, job_ids, created)
+
+    def _argvs(self, specs: list[Any], max_steps: list[int], owner: _Owner) -> list[str]:
+        return [json.dumps(self.jobs.create_args(spec, max_steps=steps, batch=owner.batch_id,
+                                                 schedule=owner.schedule_id, tenant=owner.tenant))
+                for spec, steps in zip(specs, max_steps)]
+
+    async def add_cost(self, batch_id: str, usd: float) -> bool:
+        """A job's LLM cost joins its batch's ``cost_usd`` (nothing for a batch whose record expired).
+        True when this made the batch reach its ``max_cost_usd``: the batch stops starting jobs
+        (``stop_starting``), once."""
+        key = self.keys.batch(batch_id)
+        if usd <= 0 or not is_id(batch_id) or not await self.redis.exists(key):
+            return False
+        total = float(await self.redis.hincrbyfloat(key, "cost_usd", usd))
+        cap = await self.redis.hget(key, "max_cost_usd")
+        if not cap or total < float(cap):
+            return False
+        return bool(await self.redis.hsetnx(key, "budget_stopped", "1"))
+
+    async def stop_starting(self, batch_id: str) -> int:
+        """Cancel the batch's queued jobs (its running ones go on); how many. A job starting in the
+        same instant may get the cancel as a running one, and stop before its next action."""
+        job_ids = await self.job_ids(batch_id)
+        stopped = 0
+        for start in range(0, len(job_ids), READ_CHUNK):
+            chunk = job_ids[start:start + READ_CHUNK]
+            queued = [job.job_id for job in await self.jobs.liveness(chunk)
+                      if job is not None and job.state is JobStatus.queued]
+            results = await self.jobs.cancel_many(queued) if queued else []
+            stopped += sum(result.outcome is CancelOutcome.cancelled for result in results)
+        return stopped
 
     async def mark_submitted(self, batch_id: str) -> None:
         """Every message of the batch was published; until then the reconciler may repair it."""
@@ -235,6 +283,7 @@ def result_line(job_id: str, end: JobEnd | None) -> ResultLine:
         error=end.error or head.error,
         category=end.category.value if end.category else None,
         labels=end.labels,
+        cost_usd=head.cost_usd,
         result_artifact=head.result_artifact,
     )
 

@@ -129,6 +129,11 @@ class JobResult(BaseModel):
         None, description="Set when final answer, data and steps were too large for the record "
         "(BROWSERD_ARTIFACT_INLINE_BYTES): the API path of result.json holding them; GET /v1/jobs/{id} fills them in.")
     totals: JobTotals = Field(default_factory=JobTotals)
+    cost_usd: float | None = Field(
+        None, description="What the run's LLM calls cost, in USD (the price table: BROWSERD_LLM_PRICES); 0 for a run "
+        "that asked no model; null where no cost was measured (a result recorded before costs were).")
+    unpriced_models: list[str] = Field(
+        default_factory=list, description="Models the run called that have no price: their calls are not in cost_usd.")
     verification: Verification | None = Field(
         None, description="Why an agent's success was accepted (or its last claim refused): the checks it passed.")
     started_at: datetime | None = None

@@ -283,6 +283,10 @@ class JobSpec(BaseModel):
     artifacts: ArtifactOptions = Field(default_factory=ArtifactOptions)
     models: ModelOverrides = Field(default_factory=ModelOverrides)
     timeout: float | None = Field(None, gt=0, le=86_400, description="Wall-clock limit in seconds.")
+    max_cost_usd: float | None = Field(
+        None, gt=0, le=100_000, description="Most USD the job's LLM calls may cost (BROWSERD_LLM_PRICES): once its "
+        "cost reaches it, the job stops before its next LLM call, failed with category budget_exceeded. Calls to an "
+        "unpriced model count nothing toward it.")
     priority: Priority = Priority.normal
     labels: dict[str, str] = Field(default_factory=dict, description="Free-form key/value tags for filtering.")
     idempotency_key: str | None = Field(None, min_length=1, max_length=200)

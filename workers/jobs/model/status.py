@@ -58,6 +58,7 @@ class FailureCategory(StrEnum):
     credentials_missing = "credentials_missing"  # the credential set it types from
     recipe_unavailable = "recipe_unavailable"  # the recipe it replays: deleted, marked broken, or changed
     input_file_missing = "input_file_missing"  # an input file's artifact: expired, gone, or another tenant's
+    budget_exceeded = "budget_exceeded"  # its LLM calls cost max_cost_usd: stopped before the next one
 
 
 class Outcome(StrEnum):

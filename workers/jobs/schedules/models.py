@@ -31,6 +31,8 @@ class ScheduleSpec(BaseModel):
     mode: Literal["agent", "auto"] = Field("agent", description="auto: the first successful run of an agent job is "
                                            "recorded as recipe 'schedule-{id}'; later runs replay it with no LLM.")
     enabled: bool = True
+    max_cost_usd: float | None = Field(None, gt=0, le=1_000_000, description="Each run (a batch) stops starting jobs "
+                                       "once its jobs' LLM calls cost this much, in USD (its max_cost_usd).")
 
     @model_validator(mode="after")
     def _one_of_each(self) -> ScheduleSpec:
@@ -48,13 +50,13 @@ class ScheduleSpec(BaseModel):
         if self.crawl is not None:
             return BatchRequest(jobs=[])
         if self.job is not None:
-            return BatchRequest(jobs=[self.job])
+            return BatchRequest(jobs=[self.job], max_cost_usd=self.max_cost_usd)
         batch = self.batch or {}
         unknown = set(batch) - {"jobs", "defaults", "webhook_url"}
         if unknown or not isinstance(batch.get("jobs"), list):
             raise SpecError.at("batch", "must be {\"jobs\": [...], \"defaults\": {...}, \"webhook_url\": ...}")
         return BatchRequest(jobs=batch["jobs"], defaults=batch.get("defaults") or {},
-                            webhook_url=batch.get("webhook_url"))
+                            webhook_url=batch.get("webhook_url"), max_cost_usd=self.max_cost_usd)
 
 
 class Schedule(ScheduleSpec):

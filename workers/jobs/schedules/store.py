@@ -35,6 +35,7 @@ from workers.jobs.schedules.models import Schedule, ScheduleSpec
 from workers.jobs.specs.checks import validate_jobs
 from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
 from workers.jobs.tenants.principal import Principal
+from workers.jobs.tenants.models import QuotaExceeded
 from workers.jobs.tenants.store import TenantStore
 from workers.jobs.store.jobs import JobStore
 
@@ -162,15 +163,22 @@ class ScheduleStore:
                 log.info("schedule %s: tenant %s is revoked; not run", schedule_id, schedule.tenant)
                 return None
             ceiling = tenant_ceiling(Principal(owner.name, owner.limits), settings)
-        if schedule.crawl is not None:
-            record = await self._crawl(schedule_id, schedule.crawl, settings)
-        else:
-            request = schedule.request()
-            specs = validate_jobs(request, settings, ceiling)
-            if schedule.mode == "auto":
-                specs = automatic(specs, f"schedule-{schedule_id}")
-            record = await submit_batch(self.store, specs, settings, schedule_id=schedule_id,
-                                        webhook_url=request.webhook_url, tenant=schedule.tenant)
+        try:
+            if schedule.crawl is not None:
+                record = await self._crawl(schedule_id, schedule.crawl, settings)
+            else:
+                request = schedule.request()
+                specs = validate_jobs(request, settings, ceiling)
+                if schedule.mode == "auto":
+                    specs = automatic(specs, f"schedule-{schedule_id}")
+                record = await submit_batch(self.store, specs, settings, schedule_id=schedule_id,
+                                            webhook_url=request.webhook_url, tenant=schedule.tenant,
+                                            max_cost_usd=request.max_cost_usd)
+        except QuotaExceeded as exc:  # the tenant's quota, not the schedule's fault: this run is skipped
+            await self.redis.hincrby(self.key(schedule_id), "skipped", 1)
+            metrics.observe_schedule_run("skipped")
+            log.info("schedule %s: skipped: %s", schedule_id, exc)
+            return None
         await self.redis.hset(self.key(schedule_id), mapping={"last_batch": record.id,
                                                               "last_run_at": repr(record.created_at.timestamp())})
         await self.redis.hincrby(self.key(schedule_id), "runs", 1)

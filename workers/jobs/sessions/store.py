@@ -43,6 +43,9 @@ from workers.jobs.sessions.models import (
 )
 from workers.jobs.store.keys import Keys
 from workers.jobs.tenants.ceilings import Ceiling, check_networks, operator_ceiling
+from workers.jobs.tenants.models import TenantLimits
+from workers.jobs.tenants.quotas import Quotas
+from workers.jobs.tenants.store import TenantStore
 from workers.jobs.store.scripts import source
 
 SESSION_GRACE = 15.0  # seconds a record outlives its worker's last heartbeat
@@ -206,6 +209,10 @@ async def open_session(store: SessionStore, options: SessionOptions, settings: S
     action's error comes back as ``SessionCommandFailed``.
     """
     options = check_options(options, settings, ceiling)
+    if tenant is not None:  # the tenant's quota of open sessions (its limits as they are now)
+        owner = await TenantStore(store.redis, store.keys).get(tenant)
+        limits = owner.limits if owner is not None else TenantLimits()
+        await Quotas(store.redis, store.keys).check_sessions(tenant, limits, len(await store.list(tenant)))
     session_id = await store.create(options, settings.session_max_open, tenant)
     try:
         await asyncio.to_thread(send_session, session_id, settings.session_max_seconds)

@@ -3,8 +3,9 @@
 Forms accepted by ``POST /v1/batches`` (and ``browserd batch``):
 
 * ``[spec, spec, ...]``;
-* ``{"jobs": [spec, ...], "defaults": {...}, "webhook_url": "...", "mode": "auto"}``;
-* JSONL, one spec per line; an optional first line ``{"defaults": {...}, "webhook_url": "...", "mode": "auto"}``
+* ``{"jobs": [spec, ...], "defaults": {...}, "webhook_url": "...", "mode": "auto", "max_cost_usd": 5}``;
+* JSONL, one spec per line; an optional first line ``{"defaults": {...}, "webhook_url": "...", "mode": "auto",
+  "max_cost_usd": 5}``
   (no ``task``/``script``: ``defaults`` is not a JobSpec field, so the header cannot be mistaken
   for a job).
 
@@ -25,6 +26,7 @@ from config.messages import error_message
 from workers.jobs.errors import SpecError
 
 MAX_BATCH = 100_000
+MAX_COST_USD = 1_000_000.0
 BATCH_MODES = ("agent", "auto")
 _URL = TypeAdapter(HttpUrl)
 
@@ -35,6 +37,7 @@ class BatchRequest:
     defaults: dict[str, Any] = field(default_factory=dict)
     webhook_url: str | None = None
     mode: str = "agent"  # "auto": the agent jobs record a recipe and replay it (``recipes.checks.automatic``)
+    max_cost_usd: float | None = None  # the batch's LLM cost at which it stops starting jobs
 
 
 def parse_body(raw: bytes) -> BatchRequest:
@@ -52,14 +55,15 @@ def parse_body(raw: bytes) -> BatchRequest:
     if isinstance(value, list):
         request = BatchRequest(jobs=value)
     elif isinstance(value, dict) and "jobs" in value:
-        unknown = set(value) - {"jobs", "defaults", "webhook_url", "mode"}
+        unknown = set(value) - {"jobs", "defaults", "webhook_url", "mode", "max_cost_usd"}
         if unknown:
             raise SpecError.at(sorted(unknown)[0],
-                               "unknown field; a batch object has jobs, defaults, webhook_url and mode")
+                               "unknown field; a batch object has jobs, defaults, webhook_url, mode and max_cost_usd")
         if not isinstance(value["jobs"], list):
             raise SpecError.at("jobs", "must be a list of job specs")
         request = BatchRequest(jobs=value["jobs"], defaults=value.get("defaults") or {},
-                               webhook_url=value.get("webhook_url"), mode=value.get("mode", "agent"))
+                               webhook_url=value.get("webhook_url"), mode=value.get("mode", "agent"),
+                               max_cost_usd=value.get("max_cost_usd"))
     elif isinstance(value, dict):  # a single line of JSONL: one job
         request = BatchRequest(jobs=[value])
     else:
@@ -78,7 +82,7 @@ def _jsonl(text: str) -> Any:
     if items and isinstance(items[0], dict) and "defaults" in items[0]:
         header = items.pop(0)
         return {"jobs": items, "defaults": header.get("defaults"), "webhook_url": header.get("webhook_url"),
-                "mode": header.get("mode", "agent")}
+                "mode": header.get("mode", "agent"), "max_cost_usd": header.get("max_cost_usd")}
     return items
 
 
@@ -92,6 +96,10 @@ def _checked(request: BatchRequest) -> BatchRequest:
     if request.mode not in BATCH_MODES:
         raise SpecError.at("mode", f"{request.mode!r}: one of {', '.join(BATCH_MODES)} (auto: the first successful "
                            "agent job is recorded as a recipe, the others replay it)")
+    cap = request.max_cost_usd
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap <= MAX_COST_USD):
+        raise SpecError.at("max_cost_usd", f"{cap!r}: a number of USD above 0, at most {MAX_COST_USD:g} (the batch "
+                           "stops starting jobs once its jobs' LLM calls cost that much)")
     if request.webhook_url is not None:
         try:
             request.webhook_url = str(_URL.validate_python(request.webhook_url))

@@ -52,7 +52,7 @@ RUN_FIELD = "run:"
 FLAG_FIELDS = ("cancel_requested", "paused")
 END_FIELDS = ("state", "category", "error", "batch", "labels", "runs", "created_at", "started_at", "finished_at",
               "tenant")
-LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at")
+LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at", "tenant")
 
 
 def now() -> float:
@@ -169,6 +169,7 @@ class ResultHead:
     data: Any = None
     error: str | None = None
     result_artifact: str | None = None
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def end_of(job_id: str, row: list[str | None], result: str | None = None) -> Job
         return None
     parsed = json.loads(result) if result else {}
     head = ResultHead(final_answer=parsed.get("final_answer"), data=parsed.get("data"), error=parsed.get("error"),
-                      result_artifact=parsed.get("result_artifact"))
+                      result_artifact=parsed.get("result_artifact"), cost_usd=parsed.get("cost_usd"))
     return JobEnd(job_id=job_id, state=JobStatus(state), category=FailureCategory(category) if category else None,
                   error=error or None, batch=batch or None, labels=json.loads(labels) if labels else {},
                   runs=int(runs or 1), created_at=_seconds(created), started_at=_seconds(started),
@@ -216,14 +217,15 @@ class JobLiveness:
     created_at: float | None
     heartbeat_at: float | None
     reconciled_at: float | None  # when the reconciler last sent it again
+    tenant: str | None = None  # a tenant's job goes back to its fair dispatch, not straight to the broker
 
 
 def liveness_of(job_id: str, row: list[str | None]) -> JobLiveness | None:
     """``LIVENESS_FIELDS`` as ``HMGET`` returned them; None when the record is gone."""
-    state, priority, spec, created, beat, resent = row
+    state, priority, spec, created, beat, resent, tenant = row
     if not state:
         return None
     timeout = json.loads(spec or "{}").get("timeout")
     return JobLiveness(job_id=job_id, state=JobStatus(state), priority=Priority(priority or "normal"),
                        timeout=float(timeout) if timeout else None, created_at=_seconds(created),
-                       heartbeat_at=_seconds(beat), reconciled_at=_seconds(resent))
+                       heartbeat_at=_seconds(beat), reconciled_at=_seconds(resent), tenant=tenant or None)

@@ -62,6 +62,17 @@ key                             type       holds
 ``P tenants``                   hash       tenant name -> JSON {key id, key's sha256, created_at, revoked,
                                            ceilings} (``tenants.store``); never the key itself
 ``P tenant-keys``               hash       key id (the key's public prefix) -> tenant name
+``P tenant:{t}:usage``          hash       that tenant's jobs by live state (``queued``, ``running``,
+                                           ``retrying``): moved by ``set_state`` in ``job_prelude.lua``
+                                           in the transition's own call, like a batch's counters
+``P tenant:{t}:day:{date}``     string     jobs the tenant submitted on that UTC date (``tenant_admit.lua``); expires
+``P tenant:{t}:cost:{date}``    string     USD its jobs' LLM calls cost on that UTC date (``INCRBYFLOAT``); expires
+``P tenant:{t}:pending:{prio}`` list       the tenant's job messages (Celery's envelope, ``job id|message``)
+                                           waiting for fair dispatch (``tenants.dispatch``), oldest at the right
+``P tenant:{t}:inflight``       zset       the tenant's jobs released to the broker and not final yet, score
+                                           the release time; a final transition removes its job
+``P tenants:pending``           set        tenants with messages waiting in their pending lists
+``P tenants:turn``              string     the tenant the dispatcher released last (round-robin)
 ``P redbeat:*``                 various    RedBeat's schedule entries, due-time zset and beat lock
 ``P jobs:expiring``             zset       what to drop from the indexes when a record expires: member
                                            ``job {id} {state} [schedule={id} ]{labels JSON}`` or ``batch {id}``, score
@@ -220,6 +231,29 @@ class Keys:
     @property
     def tenant_keys(self) -> str:
         return f"{self.prefix}tenant-keys"
+
+    def tenant_usage(self, tenant: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:usage"
+
+    def tenant_day(self, tenant: str, date: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:day:{date}"
+
+    def tenant_cost(self, tenant: str, date: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:cost:{date}"
+
+    def tenant_pending(self, tenant: str, priority: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:pending:{priority}"
+
+    def tenant_inflight(self, tenant: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:inflight"
+
+    @property
+    def tenants_pending(self) -> str:
+        return f"{self.prefix}tenants:pending"
+
+    @property
+    def tenants_turn(self) -> str:
+        return f"{self.prefix}tenants:turn"
 
     @property
     def profiles(self) -> str:

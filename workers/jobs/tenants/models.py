@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -34,6 +35,23 @@ class TenantLimits(BaseModel):
         None, max_length=256, description="Domains (and subdomains) the tenant's jobs may name; null: any.")
     max_steps: int | None = Field(None, ge=1, le=1000, description="Most agent steps one job may ask for.")
     timeout: float | None = Field(None, gt=0, le=86_400, description="Most seconds one job may run.")
+    max_running: int | None = Field(
+        None, ge=1, le=100_000, description="Quota: most of its jobs running at once; the rest wait their turn "
+        "(fair dispatch), never refused. Null: up to its fair share of the fleet.")
+    max_queued: int | None = Field(
+        None, ge=0, le=10_000_000, description="Quota: most of its jobs queued (waiting to start) at once; a "
+        "submission past it answers 429 quota 'queued'. Null: no quota.")
+    max_batch_size: int | None = Field(
+        None, ge=1, le=10_000_000, description="Quota: most jobs in one batch (429 quota 'batch_size'). Null: no quota.")
+    max_jobs_per_day: int | None = Field(
+        None, ge=0, le=100_000_000, description="Quota: most jobs submitted per UTC day (429 quota 'jobs_per_day', "
+        "Retry-After until midnight UTC). Null: no quota.")
+    max_cost_usd_per_day: float | None = Field(
+        None, ge=0, le=10_000_000, description="Budget: USD its jobs' LLM calls may cost per UTC day; once spent, "
+        "submissions answer 429 quota 'cost_per_day' until midnight UTC (jobs already queued run). Null: none.")
+    max_sessions: int | None = Field(
+        None, ge=0, le=10_000, description="Quota: most interactive sessions open at once (429 quota 'sessions'). "
+        "Null: only BROWSERD_SESSION_MAX_OPEN.")
 
     @field_validator("allowed_networks")
     @classmethod
@@ -91,3 +109,36 @@ class TenantMissing(JobsError):
 
 class TenantLimitsTooWide(JobsError):
     """A tenant's ceiling outside the operator's."""
+
+
+class Quota(StrEnum):
+    """A tenant's quotas (``TenantLimits.max_*``): what a 429 names."""
+
+    running = "running"
+    queued = "queued"
+    batch_size = "batch_size"
+    jobs_per_day = "jobs_per_day"
+    sessions = "sessions"
+    cost_per_day = "cost_per_day"
+
+
+class QuotaExceeded(JobsError):
+    """A tenant's submission or session past one of its quotas; ``retry_after``: seconds until it
+    frees (None: it never frees for this request, e.g. a batch larger than ``batch_size``). The API
+    answers 429 with the quota's name and ``Retry-After``."""
+
+    def __init__(self, tenant: str, quota: Quota, limit: float, retry_after: float | None, detail: str) -> None:
+        self.tenant, self.quota, self.limit, self.retry_after = tenant, quota, limit, retry_after
+        super().__init__(f"tenant {tenant!r} is over its quota {quota.value!r} ({limit}): {detail}")
+
+
+class TenantUsage(BaseModel):
+    """What a tenant uses now, beside its quotas."""
+
+    queued: int = Field(description="Its jobs waiting to start.")
+    running: int = Field(description="Its jobs running.")
+    released: int = Field(description="Its jobs released to the broker by fair dispatch and not finished.")
+    waiting_dispatch: int = Field(description="Its jobs held back by fair dispatch (its turn has not come).")
+    jobs_today: int = Field(description="Jobs it submitted this UTC day.")
+    cost_today_usd: float = Field(description="What its jobs' LLM calls cost this UTC day, in USD.")
+    sessions: int = Field(description="Its interactive sessions open.")

@@ -107,6 +107,16 @@ class TenantStore:
         await self._write(stored, stored.key_id)
         return TenantInfo.model_validate(stored.model_dump(exclude={"key_sha256"}))
 
+    async def set_limits(self, name: str, limits: TenantLimits) -> TenantInfo:
+        """The tenant's ceilings and quotas from now on (its key unchanged): the next submission,
+        session and dispatch read them."""
+        stored = await self._get(name)
+        if stored is None:
+            raise TenantMissing(name)
+        stored = stored.model_copy(update={"limits": limits})
+        await self._write(stored, stored.key_id)
+        return TenantInfo.model_validate(stored.model_dump(exclude={"key_sha256"}))
+
     async def resolve(self, key: str) -> TenantInfo | None:
         """The live tenant this key belongs to; None for any other string (unknown, revoked, rotated)."""
         if not looks_like_key(key):

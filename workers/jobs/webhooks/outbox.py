@@ -103,9 +103,9 @@ def job_payload(end: JobEnd, result: JobResult | None) -> dict[str, Any]:
     has it at hand, else from the record (``end`` read with its result)."""
     if result is not None:
         parsed = result.model_dump(mode="json", include={"final_answer", "data"})
-        final_answer, data = parsed.get("final_answer"), parsed.get("data")
+        final_answer, data, cost = parsed.get("final_answer"), parsed.get("data"), result.cost_usd
     else:
-        final_answer, data = end.head.final_answer, end.head.data
+        final_answer, data, cost = end.head.final_answer, end.head.data, end.head.cost_usd
     return {
         "id": end.job_id,
         "status": end.state.value,
@@ -113,5 +113,6 @@ def job_payload(end: JobEnd, result: JobResult | None) -> dict[str, Any]:
         "error": end.error,
         "final_answer": final_answer,
         "data": data,
+        "cost_usd": cost,
         "batch": end.batch,
     }

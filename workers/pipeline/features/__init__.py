@@ -9,6 +9,7 @@ before the limits measure it.
 
 from workers.pipeline.feature import Feature
 from workers.pipeline.features.artifacts import Artifacts
+from workers.pipeline.features.costs import Costs
 from workers.pipeline.features.crawls import Crawls
 from workers.pipeline.features.first_command import FirstCommand
 from workers.pipeline.features.input_files import InputFiles
@@ -27,6 +28,7 @@ FEATURES: tuple[type[Feature], ...] = (
     Politeness,  # hold: the slot on its site; attach: the gate its navigations ask
     Artifacts,  # prepare: its folder in the artifact store
     InputFiles,  # prepare: the files it may upload (sent with it, or another job's artifacts of its tenant)
+    Costs,  # prepare: each LLM call priced, max_cost_usd; settle: cost_usd, budget_exceeded
     FirstCommand,  # attach: when its tab sends its first command
     LiveViews,  # during: the screencast while someone watches
     Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)

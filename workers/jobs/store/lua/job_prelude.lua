@@ -23,6 +23,13 @@ local function set_state(old, new, data)
   redis.call('HSET', jkey, 'state', new, 'updated_at', now)
   if old then redis.call('ZREM', prefix .. 'jobs:state:' .. old, id) end
   redis.call('ZADD', prefix .. 'jobs:state:' .. new, seq, id)
+  local tenant = redis.call('HGET', jkey, 'tenant')
+  if tenant and tenant ~= '' then  -- the tenant's live jobs by state (quotas), and its released ones (dispatch)
+    local tkey = prefix .. 'tenant:' .. tenant
+    if old and not is_final(old) then redis.call('HINCRBY', tkey .. ':usage', old, -1) end
+    if is_final(new) then redis.call('ZREM', tkey .. ':inflight', id)
+    else redis.call('HINCRBY', tkey .. ':usage', new, 1) end
+  end
   local batch = redis.call('HGET', jkey, 'batch')
   if batch then
     local bkey = prefix .. 'batch:' .. batch

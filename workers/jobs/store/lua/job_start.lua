@@ -6,7 +6,11 @@ local worker, max_attempts, stale_after, ttl = ARGV[4], tonumber(ARGV[5]), tonum
 if redis.call('EXISTS', jkey) == 0 then return {'missing', 0} end
 local state = redis.call('HGET', jkey, 'state')
 local attempts = tonumber(redis.call('HGET', jkey, 'attempts') or '0')
-if is_final(state) then return {'finished', attempts} end
+if is_final(state) then  -- a message for a finished job (cancelled while it waited): its release is spent
+  local tenant = redis.call('HGET', jkey, 'tenant')
+  if tenant and tenant ~= '' then redis.call('ZREM', prefix .. 'tenant:' .. tenant .. ':inflight', id) end
+  return {'finished', attempts}
+end
 if state == 'running' then
   local beat = tonumber(redis.call('HGET', jkey, 'heartbeat_at') or '0')
   if tonumber(now) - beat < stale_after then return {'busy', attempts} end
