@@ -52,7 +52,7 @@ RUN_FIELD = "run:"
 FLAG_FIELDS = ("cancel_requested", "paused")
 END_FIELDS = ("state", "category", "error", "batch", "labels", "runs", "created_at", "started_at", "finished_at",
               "tenant")
-LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at")
+LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at", "attempts")
 
 
 def now() -> float:
@@ -216,14 +216,16 @@ class JobLiveness:
     created_at: float | None
     heartbeat_at: float | None
     reconciled_at: float | None  # when the reconciler last sent it again
+    attempts: int = 0  # attempts started so far
 
 
 def liveness_of(job_id: str, row: list[str | None]) -> JobLiveness | None:
     """``LIVENESS_FIELDS`` as ``HMGET`` returned them; None when the record is gone."""
-    state, priority, spec, created, beat, resent = row
+    state, priority, spec, created, beat, resent, attempts = row
     if not state:
         return None
     timeout = json.loads(spec or "{}").get("timeout")
     return JobLiveness(job_id=job_id, state=JobStatus(state), priority=Priority(priority or "normal"),
                        timeout=float(timeout) if timeout else None, created_at=_seconds(created),
-                       heartbeat_at=_seconds(beat), reconciled_at=_seconds(resent))
+                       heartbeat_at=_seconds(beat), reconciled_at=_seconds(resent),
+                       attempts=int(attempts or 0))
