@@ -39,7 +39,8 @@ RUNTIME_RETRY_SECONDS = 5.0
 
 
 class JobFailed(JobsError):
-    """The job ended failed or cancelled (its state and result are already in the job store).
+    """The job ended failed (its state and result are already in the job store); a cancelled job's
+    task ends REVOKED instead (``_revoked_as_cancelled``).
 
     Raised so Celery's own view (Flower, celery-exporter, ``task-failed`` events) agrees with the
     job store; listed in the task's ``throws``, so it is logged as expected, without a traceback

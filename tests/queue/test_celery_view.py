@@ -117,3 +117,10 @@ def test_a_resent_attempt_is_a_retry_of_the_same_task_on_a_worker_named_as_celer
     with urllib.request.urlopen(f"{deploy.url}/metrics", timeout=10) as resp:
         metrics = resp.read().decode()
     assert f'browserd_worker_up{{worker="{done["worker"]}"}} 1.0' in metrics
+    # the re-send is counted by the worker whose reconciler made it (issue 25, item 9)
+    port = next(deploy.redis.hget(key, "metrics_port") for key in deploy.redis.keys("browserd:worker:*")
+                if deploy.redis.hget(key, "node") == alive.node)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        worker_metrics = resp.read().decode()
+    assert re.search(r'^browserd_reconciler_jobs_total\{action="resent"\} [1-9]', worker_metrics, re.M), worker_metrics
+    assert re.search(r"^browserd_worker_slots 1\.0$", worker_metrics, re.M)
