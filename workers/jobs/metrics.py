@@ -185,6 +185,8 @@ def _init_series() -> None:
         SCHEDULE_RUNS.labels(outcome)
     for reason in SESSION_END_REASONS:
         SESSIONS_ENDED.labels(reason)
+    for command in COMMANDS:  # the dashboard's session panel has a series before the first session
+        SESSION_COMMANDS.labels(command, "ok")
     for kind in POLITENESS_WAITS:
         POLITENESS_WAIT.labels(kind)
         POLITENESS_WAITING.labels(kind)
