@@ -27,7 +27,8 @@ from tests.support.servers import StaticServer
 pytestmark = pytest.mark.e2e
 
 FINAL = {"succeeded", "failed", "cancelled"}
-SETTINGS = dict(job_timeout=60, visibility_timeout=3600, reconcile_interval=1, stale_job_seconds=5, max_attempts=3)
+SETTINGS = dict(job_timeout=60, visibility_timeout=3600, reconcile_interval=1, stale_job_seconds=5, max_attempts=3,
+                orphan_job_seconds=2)
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +125,20 @@ def test_a_resent_attempt_is_a_retry_of_the_same_task_on_a_worker_named_as_celer
         worker_metrics = resp.read().decode()
     assert re.search(r'^browserd_reconciler_jobs_total\{action="resent"\} [1-9]', worker_metrics, re.M), worker_metrics
     assert re.search(r"^browserd_worker_slots 1\.0$", worker_metrics, re.M)
+
+
+def test_a_purged_task_does_not_stay_pending(deploy: Stack, celery_app: Celery, site: StaticServer) -> None:
+    """``celery purge`` drops the message of a queued job; the reconciler publishes the job again
+    under the same task id, so Celery's view ends as the job does instead of staying PENDING."""
+    page = site.url("/cdp/basic.html")
+    holders = [deploy.submit({"script": script(page, waits=25, text="held")}) for w in deploy.workers if w.alive]
+    for holder in holders:
+        deploy.wait_state(holder["id"], {"running", *FINAL})
+    queued = deploy.submit({"script": script(page, waits=0, text="ran after the purge")})
+    assert deploy.job(queued["id"])["state"] == "queued"
+    purged = celery(deploy, "purge", "-f", "-Q", "high,normal,low")
+    assert task(celery_app, queued["id"]).state == "PENDING", purged  # no message, no state yet
+
+    done = deploy.wait_state(queued["id"], FINAL, timeout=120)
+    assert done["state"] == "succeeded" and done["result"]["final_answer"] == "ran after the purge", done
+    settles(celery_app, queued["id"], "SUCCESS")
