@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 
 from cdp.upstream import DestinationUnreachable, UpstreamFailure, UpstreamProxy
 from config.hosts import canonical_host
+from config.logs import bind, current
 from config.networks import IPAddress, IPNetwork, closed_kind, networks, unmapped
 from config.tasks import cancel_and_wait
 
@@ -154,6 +155,7 @@ class Gate:
         self.upstream: UpstreamProxy | None = None
         self.upstream_failure: str | None = None  # the first failure of the upstream proxy itself
         self._upstream_address: str | None = None
+        self._log_fields: dict[str, object] = {}  # the holding job's log fields (job_id, attempt...)
 
     def __repr__(self) -> str:
         return f"<Gate port={self.port} refused={self.refused}>"
@@ -168,11 +170,15 @@ class Gate:
         own proxy, through which every allowed connection is then opened."""
         self.rule = rule
         self.upstream, self.upstream_failure, self._upstream_address = upstream, None, None
+        # the job's fields, bound where it leased the context: the refusals logged later, from the
+        # proxy's own tasks, carry its job_id and attempt as fields, not only in the message
+        self._log_fields = current()
 
     def upstream_failed(self, failure: UpstreamFailure) -> None:
         if self.upstream_failure is None:
             self.upstream_failure = str(failure)
-        log.warning("egress gate %s: upstream %s", self.port, failure)
+        with bind(**self._log_fields):
+            log.warning("egress gate %s: upstream %s", self.port, failure)
 
     def unreported(self) -> list[Decision]:
         """Refused connections not yet reported (``new_refusals`` reports them)."""
@@ -227,8 +233,9 @@ class Gate:
         if not decision.allowed:
             self.refused += 1
             self._unreported.append(decision)
-            log.info("egress refused %s %s:%s (%s): %s", decision.method, decision.host, decision.port,
-                     decision.address or "unresolved", decision.refusal)
+            with bind(**self._log_fields, host=decision.host, port=decision.port):
+                log.info("egress refused %s %s:%s (%s): %s", decision.method, decision.host, decision.port,
+                         decision.address or "unresolved", decision.refusal)
 
     async def close(self) -> None:
         """Stop listening and cut every connection the context still has open."""

@@ -23,11 +23,12 @@ from typing import Any
 from celery.worker import state as celery_state
 
 import cdp
-from config import ConfigError, Settings, get_settings
+from config import ConfigError, Settings, bind, get_settings
 from config.isolation import HEARTBEAT_FIELD
 from workers.agent import LLMProviderError, provider_class
 from workers.instrument import PrometheusTelemetry, instrument_pool, serve_metrics
 from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.metrics import observe_abandoned, observe_worker_slots
 from workers.jobs.lifecycle.cancelling import cancel_job
 from workers.jobs.model.status import JobStatus
 from workers.jobs.queue.app import default_node_name
@@ -76,11 +77,14 @@ def check_artifacts(settings: Settings) -> None:
 class WorkerRuntime:
     """``start()`` once per worker process, ``run(job_id)`` from any task thread, ``stop()`` at exit.
 
-    Two names: ``worker_id`` is unique to this runtime (a restarted process, or each child of a
-    prefork node, gets a new one), so job claims, session records and heartbeats fence on it;
-    ``node`` is the Celery node name it serves (``browserd worker --name``, as Flower and
-    celery-exporter show it), the name operators see in ``browserd_worker_up{worker}`` and
-    ``browserd_worker_info{worker}``.
+    One name for a worker (issue 25, item 7): ``node``, the Celery node name it serves
+    (``browserd worker --name``, ``w1@host``), is what Flower, ``celery inspect``, celery-exporter and
+    Prometheus (``browserd_worker_up{worker}``, ``browserd_worker_info{worker}``) show, so it is also
+    what a job's record, its events, sessions, the console and the logs say (``worker``). Celery's
+    name wins because operators meet it first, in every Celery tool, and because it is the one they
+    choose (``--name``). ``worker_id`` is only the key of this runtime's heartbeat in Redis, unique
+    per process (each child of a prefork node has its own), so two processes never overwrite
+    each other's heartbeat; it is never shown.
     """
 
     def __init__(self, settings: Settings, node: str | None = None) -> None:
@@ -112,8 +116,7 @@ class WorkerRuntime:
         except BaseException:
             self.stop()
             raise
-        log.info("worker %s (node %s) ready: concurrency %s", self.worker_id, self.node,
-                 self.settings.worker_concurrency)
+        log.info("worker %s ready: concurrency %s", self.node, self.settings.worker_concurrency)
 
     def stop(self) -> None:
         if self._thread.is_alive():
@@ -139,7 +142,9 @@ class WorkerRuntime:
             return future.result(timeout=hard)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            log.error("job %s passed its hard time limit (%gs); abandoned", job_id, hard)
+            with bind(job_id=job_id):
+                log.error("job %s passed its hard time limit (%gs); abandoned", job_id, hard)
+            observe_abandoned()
             self._call(self.pipeline.abandon(job_id, hard), 10.0)
             return Delivered(Abandoned.hard_limit, JobStatus.failed)
         finally:
@@ -157,6 +162,12 @@ class WorkerRuntime:
         assert self.store is not None
         await Dispatcher(self.store, self.settings).release()
 
+    def standing(self, job_id: str) -> JobStatus | None:
+        """The job's state in the store now (None: its record is gone)."""
+        assert self.store is not None, "WorkerRuntime.start() was not called"
+        (job,) = self._call(self.store.liveness([job_id]), 10.0)
+        return job.state if job is not None else None
+
     def cancel(self, job_id: str, task_id: str | None) -> None:
         """Cancel ``job_id`` as ``browserd cancel`` does, because Celery revoked its task."""
         self.task_ids.pop(job_id, None)
@@ -166,7 +177,7 @@ class WorkerRuntime:
         """Serve one interactive session to its end (or ``hard`` seconds); returns why it ended."""
         assert self.sessions is not None and self.pool is not None and self.pipeline is not None, \
             "WorkerRuntime.start() was not called"
-        host = SessionHost(self.sessions, self.pool, self.settings, self.pipeline.services.agent, self.worker_id,
+        host = SessionHost(self.sessions, self.pool, self.settings, self.pipeline.services.agent, self.node,
                            session_id, stopping=lambda: self.stopping)
         future = asyncio.run_coroutine_threadsafe(host.serve(), self.loop)
         try:
@@ -194,7 +205,7 @@ class WorkerRuntime:
         self._unmeter = instrument_pool(self.pool)
         records = StoreRecords(self.store)
         services = Services(settings=self.settings, records=records, redis=self.store.redis, store=self.store,
-                            keys=self.store.keys, telemetry=PrometheusTelemetry(), worker_id=self.worker_id,
+                            keys=self.store.keys, telemetry=PrometheusTelemetry(), worker_id=self.node,
                             stale_after=stale_after(self.settings))
         self.pipeline = Pipeline(records, self.pool, services, FEATURES)
         self.sessions = SessionStore(self.store.redis, self.store.keys)
@@ -269,6 +280,7 @@ class WorkerRuntime:
     async def _beat(self) -> None:
         assert self.store is not None and self.pipeline is not None
         await self.pipeline.heartbeat()
+        observe_worker_slots(self.settings.worker_concurrency, len(self.pipeline.runs))
         info: dict[str, object] = {
             "node": self.node,
             "host": socket.gethostname(),

@@ -7,11 +7,12 @@ redelivered message always sees the job's current state.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NoReturn
 
 from celery import Task
 from celery.concurrency import get_implementation
 from celery.concurrency.thread import TaskPool
+from celery.exceptions import Ignore
 from celery.signals import (
     setup_logging,
     task_revoked,
@@ -38,7 +39,8 @@ RUNTIME_RETRY_SECONDS = 5.0
 
 
 class JobFailed(JobsError):
-    """The job ended failed or cancelled (its state and result are already in the job store).
+    """The job ended failed (its state and result are already in the job store); a cancelled job's
+    task ends REVOKED instead (``_revoked_as_cancelled``).
 
     Raised so Celery's own view (Flower, celery-exporter, ``task-failed`` events) agrees with the
     job store; listed in the task's ``throws``, so it is logged as expected, without a traceback
@@ -52,8 +54,11 @@ class JobFailed(JobsError):
         self.job_id, self.status = job_id, status
 
 
-@app.task(name=RUN_JOB, bind=True, ignore_result=True, acks_late=True, throws=(JobFailed,))
+@app.task(name=RUN_JOB, bind=True, ignore_result=False, track_started=True, acks_late=True, throws=(JobFailed,))
 def run_job_task(self: Task, job_id: str) -> str:
+    """Deliver one job; the task's end says how the job stands in the store (``queue.results``):
+    SUCCESS, FAILURE (``JobFailed``) or REVOKED (cancelled), even for a delivery that met a job
+    another delivery had finished; none while another worker still runs it."""
     settings = get_settings()
     hard = (self.request.timelimit or (None, None))[0] or hard_limit(settings.job_timeout)
     try:
@@ -65,11 +70,28 @@ def run_job_task(self: Task, job_id: str) -> str:
     if delivered.outcome is ClaimOutcome.busy:
         # Delivered again while a live run still holds the job (its heartbeat is fresh): look
         # again once that heartbeat would have gone stale, in case its worker is in fact dying.
+        # Same task id, so Celery's tools still show one task per job; this delivery states nothing.
         queue = (self.request.delivery_info or {}).get("routing_key") or Priority.normal.value
-        self.apply_async((job_id,), queue=queue, countdown=stale_after(settings), time_limit=hard)
-    if delivered.status in (JobStatus.failed, JobStatus.cancelled):
-        raise JobFailed(job_id, delivered.status)
+        self.apply_async((job_id,), task_id=self.request.id, retries=self.request.retries, queue=queue,
+                         countdown=stale_after(settings), time_limit=hard)
+        raise Ignore()
+    status = delivered.status
+    if status is None and delivered.outcome is ClaimOutcome.finished:
+        status = runtime.standing(job_id)  # a redelivery of a finished job: say how it ended
+    if status is JobStatus.cancelled:
+        _revoked_as_cancelled(self)
+    if status is JobStatus.failed:
+        raise JobFailed(job_id, status)
     return delivered.outcome
+
+
+def _revoked_as_cancelled(task: Task) -> NoReturn:
+    """A cancelled job is Celery's REVOKED, as a revoked task is (not SUCCESS, not FAILURE): the
+    state in the result backend and the ``task-revoked`` event Flower reads; then nothing else is
+    stored for this delivery."""
+    task.backend.mark_as_revoked(task.request.id, "cancelled", request=task.request)
+    task.send_event("task-revoked", terminated=False, signum=None, expired=False)
+    raise Ignore()
 
 
 @task_revoked.connect

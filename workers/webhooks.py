@@ -52,7 +52,7 @@ import httpx
 import redis
 from celery import Task
 
-from config import get_settings
+from config import bind, get_settings
 from config.masking import mask_url
 from config.redis_client import connect_sync
 from config.networks import IPAddress, IPNetwork
@@ -187,7 +187,27 @@ def deliver_webhook(self: Task, url: str, event: str, payload: dict[str, Any], d
     spent; then the delivery is given up (the failure is raised).
 
     Without a ``delivery_id`` (a direct call) the Celery task id serves, the same across retries,
-    and no dedupe across copies is kept."""
+    and no dedupe across copies is kept.
+
+    Every line it logs carries the delivery's fields (``delivery_id``, ``event``, ``url`` masked,
+    ``attempt``, and the ``job_id``, ``batch_id``, ``tenant`` its payload names)."""
+    with bind(**_fields(url, event, payload, delivery_id or self.request.id, self.request.retries + 1)):
+        return _attempt(self, url, event, payload, delivery_id)
+
+
+def _fields(url: str, event: str, payload: dict[str, Any], delivery_id: str | None, attempt: int) -> dict[str, Any]:
+    fields: dict[str, Any] = {"delivery_id": delivery_id, "event": event, "url": mask_url(url), "attempt": attempt}
+    if event.startswith("job."):
+        fields["job_id"] = payload.get("id")
+    batch = payload.get("batch") if event.startswith("job.") else payload.get("id")
+    if batch:
+        fields["batch_id"] = batch
+    if payload.get("tenant"):
+        fields["tenant"] = payload["tenant"]
+    return fields
+
+
+def _attempt(self: Task, url: str, event: str, payload: dict[str, Any], delivery_id: str | None) -> int:
     try:
         return _deliver(self, url, event, payload, delivery_id)
     except WebhookFailed as exc:

@@ -1,4 +1,11 @@
-"""Request metrics for the HTTP API: an ASGI middleware counting and timing every answered request.
+"""Request metrics and the access log of the HTTP API: an ASGI middleware counting, timing and
+logging every answered request.
+
+Each request writes one line at INFO on ``browserd.api.access`` (issue 25, item 8), 401, 404 and
+422 included, with structured fields: ``method``, ``route`` (the template, as in the metrics),
+``status``, ``duration_ms``, ``tenant`` (once the bearer resolved: a tenant's name or
+``operator``; never a key or token) and the ids the route names (``job_id``, ``batch_id``, ...).
+Neither the path as sent nor its query string nor any header is written.
 
 Labels stay bounded whatever clients send: the route is the matched route's template
 (``/v1/jobs/{job_id}``, never the id; ``unmatched`` when no route matched), the method one of the
@@ -11,11 +18,16 @@ Install with ``app.add_middleware(RequestMetrics)``; the numbers are ``workers.j
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from workers.jobs.metrics import observe_api_request
+from config import bind
+from workers.jobs.metrics import UNMATCHED_ROUTE, observe_api_request
+from workers.jobs.tenants.models import OPERATOR_TENANT
+
+access = logging.getLogger("browserd.api.access")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -39,14 +51,28 @@ class RequestMetrics:
             nonlocal status
             if message["type"] == "http.response.start" and status is None:
                 status = int(message["status"])
-                observe_api_request(_route(scope), scope["method"], status, time.perf_counter() - started)
+                _answered(scope, status, time.perf_counter() - started)
             await send(message)
 
         try:
             await self.app(scope, receive, send_observed)
         finally:
             if status is None:  # an exception escaped before any answer: the server answers 500
-                observe_api_request(_route(scope), scope["method"], 500, time.perf_counter() - started)
+                _answered(scope, 500, time.perf_counter() - started)
+
+
+def _answered(scope: Scope, status: int, seconds: float) -> None:
+    route = _route(scope)
+    observe_api_request(route, scope["method"], status, seconds)
+    fields: dict[str, Any] = {"method": scope["method"], "route": route or UNMATCHED_ROUTE, "status": status,
+                              "duration_ms": round(seconds * 1000, 1)}
+    principal = (scope.get("state") or {}).get("principal")
+    if principal is not None:
+        fields["tenant"] = getattr(principal, "tenant", None) or OPERATOR_TENANT
+    fields.update({name: str(value) for name, value in (scope.get("path_params") or {}).items()
+                   if name.endswith("_id")})
+    with bind(**fields):
+        access.info("%s %s %s %.1fms", fields["method"], fields["route"], status, fields["duration_ms"])
 
 
 def _route(scope: Scope) -> str | None:

@@ -71,6 +71,12 @@ def by_worker(series: str) -> str:
 API = f"browserd_api_requests_total[{RATE}]"
 
 
+# Errors over requests, 0 rather than nothing before the first error (no series with outcome!="ok"
+# yet) or with no request in the range (nothing to divide by).
+LLM_ERROR_SHARE = ('(sum(rate(browserd_llm_requests_total{outcome!="ok"}[$__range])) or vector(0)) / '
+                   '(sum(rate(browserd_llm_requests_total[$__range])) > 0 or vector(1))')
+
+
 def cost(fn: str, window: str) -> str:
     """USD the workers priced (``browserd_llm_cost_usd_total``: the price table per model)."""
     return f"sum({fn}(browserd_llm_cost_usd_total[{window}]))"
@@ -105,6 +111,19 @@ PANELS = [
     graph("Live workers", [q('max by (worker) (browserd_worker_up{worker=~"$worker"})', "{{worker}}")],
           description="One line per worker with a fresh heartbeat, by Celery node name (as Flower and "
           "celery-exporter's hostname label name it)."),
+    graph("Worker saturation (jobs running / slots)", [
+        q(f"sum by (worker) ({by_worker('browserd_worker_jobs_running')}) / "
+          f"sum by (worker) ({by_worker('browserd_worker_slots')})", "{{worker}}"),
+    ], "percentunit", description="A worker's running jobs over its slots (its concurrency); at 100% new jobs wait."),
+    graph("Job slots (capacity)", [q(f"sum({by_worker('browserd_worker_slots')})", "slots"),
+                                   q(f"sum({by_worker('browserd_worker_jobs_running')})", "running")]),
+    graph("Reconciler: jobs sent again (per hour)", [
+        q(f"sum by (action) (rate(browserd_reconciler_jobs_total[{RATE}])) * 3600", "{{action}}"),
+    ], description="resent: running with a stale heartbeat (its worker died), sent again as a retry; "
+       "republished: queued with no message in the broker (lost, or dropped by celery purge)."),
+    graph("Jobs abandoned at the hard limit (per hour)", [
+        q(f"sum(rate(browserd_jobs_abandoned_total[{RATE}])) * 3600", "abandoned"),
+    ], description="Runs that ignored their cancel past the hard time limit; the reconciler settles them."),
     row("Agent steps"),
     graph("Step time breakdown (seconds per step)", [
         q(f"sum by (phase) (rate(browserd_step_duration_seconds_sum[{RATE}])) / "
@@ -122,8 +141,8 @@ PANELS = [
           "currencyUSD", description="What the workers priced each LLM call at (the price table per model, "
           "BROWSERD_LLM_PRICES), in all and by tenant; unpriced models count nothing."),
     stat("LLM cost over the range (USD)", cost("increase", "$__range"), "currencyUSD", h=8),
-    stat("LLM error share", 'sum(rate(browserd_llm_requests_total{outcome!="ok"}[$__range])) / '
-         "sum(rate(browserd_llm_requests_total[$__range]))", "percentunit", h=8),
+    stat("LLM error share", LLM_ERROR_SHARE, "percentunit", h=8,
+         description="0 until the first failed request (and with no request in the range)."),
     graph("LLM requests by outcome", [q(f"sum by (outcome) (rate(browserd_llm_requests_total[{RATE}]))",
                                         "{{outcome}}")], "reqps", stack=True),
     graph("LLM latency by model", quantiles("browserd_llm_latency_seconds", "model"), "s"),
@@ -146,6 +165,20 @@ PANELS = [
           description="The worker process itself (Python); Chrome's CPU is not included."),
     graph("Worker memory (RSS)", [q(by_worker("process_resident_memory_bytes"), "{{worker}}")], "bytes",
           description="The worker process itself (Python); Chrome's memory is in 'Chrome memory per worker'."),
+    row("Politeness, sessions and recipes"),
+    graph("Politeness wait", quantiles("browserd_politeness_wait_seconds", "kind"), "s",
+          description="slot: a concurrency slot on the job's domain; navigation: the domain's delay between navigations."),
+    graph("Jobs waiting for politeness", [q("sum by (kind) (browserd_politeness_waiting_jobs)", "{{kind}}")]),
+    graph("Interactive sessions", [
+        q("max(browserd_sessions_open)", "open"),
+        q(f"sum by (reason) (rate(browserd_sessions_ended_total[{RATE}])) * 3600", "ended/hour: {{reason}}"),
+    ]),
+    graph("Session commands by outcome", [
+        q(f"sum by (outcome) (rate(browserd_session_commands_total[{RATE}]))", "{{outcome}}"),
+    ], "reqps", stack=True),
+    graph("Recipe steps by outcome", [q(f"sum by (outcome) (rate(browserd_replay_steps_total[{RATE}]))", "{{outcome}}")],
+          stack=True, description="replayed: run from the recipe with no LLM; healed: run by the agent; failed."),
+    stat("LLM tokens saved by recipes", "sum(increase(browserd_llm_tokens_saved_total[$__range])) or vector(0)", h=8),
     row("Webhooks"),
     graph("Webhook backlog (deliveries waiting)", [q('sum(browserd_queue_depth{queue="webhooks"})', "waiting")]),
     graph("Webhook attempts by outcome", [
@@ -161,6 +194,8 @@ PANELS = [
     graph("API latency by route (to response headers)", quantiles("browserd_api_request_duration_seconds", "route",
                                                                   qs=(0.95,)), "s"),
     row("Redis"),
+    stat("Redis up (as the API reads it)", "min(browserd_redis_up)", h=8,
+         description="0: the API's last scrape could not read Redis (queue, jobs and workers read nothing)."),
     graph("Redis memory", [
         q("max(redis_memory_used_bytes)", "used"),
         q("max(redis_memory_max_bytes) > 0", "maxmemory (writes refused above it: noeviction)"),

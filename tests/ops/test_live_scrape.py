@@ -99,7 +99,7 @@ def test_promtool_check_metrics_is_clean(scrapes: Scrapes, target: str) -> None:
 
 def test_the_new_series_tell_what_happened(scrapes: Scrapes) -> None:
     api, worker = scrapes.api.samples, scrapes.worker.samples
-    assert scrapes.worker_name == f"celery@test1-{socket.gethostname()}"  # Celery's name for --name=test1-%h
+    assert scrapes.worker_name == f"test1@{socket.gethostname()}"  # Celery's name for --name=test1@%h
     assert value(api, "browserd_worker_up", worker=scrapes.worker_name) == 1
     assert value(worker, "browserd_worker_info", worker=scrapes.worker_name) == 1
     assert "browserd_worker_info" not in names(api)  # the API serves the same registry but is no worker

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,7 @@ class Proc:
     """A subprocess with its output in a log file, stopped gently then firmly."""
 
     def __init__(self, name: str, args: list[str], env: dict[str, str], logdir: Path) -> None:
+        self.node = ""  # a worker's Celery node name
         self.name = name
         self.log_path = logdir / f"{name}.log"
         log = open(self.log_path, "wb")
@@ -144,8 +146,9 @@ class Stack:
         adds to (or overrides) the stack's variables for this worker alone."""
         self._count += 1
         args = [sys.executable, "-m", "daemon", "worker", f"--concurrency={concurrency}",
-                f"--name=test{self._count}-%h", *([f"--queues={queues}"] if queues else [])]
+                f"--name=test{self._count}@%h", *([f"--queues={queues}"] if queues else [])]
         worker = Proc(f"worker{self._count}", args, {**self.env, **(env or {})}, self.dir)
+        worker.node = f"test{self._count}@{socket.gethostname()}"  # its one name: records, Flower, metrics
         self.workers.append(worker)
         wait_until(lambda: self._worker_up(worker), 90, f"{worker.name} to report ready ({worker.log_path})")
         return worker
@@ -170,9 +173,8 @@ class Stack:
         return any(f":{worker.pid}:" in w for w in self.redis.zrange("browserd:workers", 0, -1))
 
     def worker_of(self, job: dict[str, Any]) -> Proc:
-        """The worker process running the job's current attempt."""
-        pid = int(job["worker"].split(":")[1])
-        return next(w for w in self.workers if w.pid == pid)
+        """The worker process running the job's current attempt (the record names its Celery node)."""
+        return next(w for w in self.workers if w.node == job["worker"])
 
     def close(self) -> None:
         for worker in self.workers:

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from config import Settings
 from tests.support.redis_server import RedisServer
@@ -53,8 +54,11 @@ def test_a_run_that_ignores_its_time_limit_is_abandoned_at_the_hard_limit(redis:
         store = JobStore(connect(redis.url), result_ttl=600)
         job_id = runtime._call(store.create(JobSpec(task="never ends", start_url="http://127.0.0.1/", timeout=1),
                                             max_steps=5), 10).job_id
+        abandoned = REGISTRY.get_sample_value("browserd_jobs_abandoned_total") or 0.0
         delivered = runtime.run(job_id, hard=4.0)
         assert delivered.outcome == "hard_limit" and delivered.status == "failed"
+        # counted where Prometheus scrapes the worker (issue 25, item 9)
+        assert REGISTRY.get_sample_value("browserd_jobs_abandoned_total") == abandoned + 1
         job = runtime._call(store.get(job_id), 10)
         assert job.state == "failed" and job.category == "timeout"
         assert "ignored its time limit" in job.error

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import astuple, dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -92,6 +93,15 @@ CRAWL_SKIPS = astuple(SKIP)  # why a found link was not queued
 REPLAY_OUTCOMES = tuple(o.value for o in ReplayOutcome)
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 UNMATCHED_ROUTE = "unmatched"  # the route label of a request no route matched (a 404 for any path)
+
+
+
+class Reconciled(StrEnum):
+    """What the reconciler did to a job nobody ran (``browserd_reconciler_jobs_total{action}``)."""
+
+    resent = "resent"  # running, its heartbeat stale: sent again as a retry of its task
+    republished = "republished"  # queued, no message in the broker: published
+
 
 # --- buckets (seconds unless named otherwise) ---------------------------------------------
 
@@ -157,11 +167,20 @@ POLITENESS_BACKOFFS = Counter("browserd_politeness_backoffs", "Times a registrab
                               "verdict).", ["reason"])
 SCHEDULE_CHANGES = Counter("browserd_schedule_changes", "Items the change feed found across schedule runs, by kind "
                            "(added, changed, removed).", ["kind"])
+RECONCILED = Counter("browserd_reconciler_jobs", "Jobs the reconciler sent again, by action (resent: running with "
+                     "a stale heartbeat, sent again as a retry; republished: queued with no message in the "
+                     "broker).", ["action"])
+ABANDONED = Counter("browserd_jobs_abandoned", "Jobs a worker abandoned at their hard time limit (their run ignored "
+                    "its cancel); the reconciler settles them.")
+WORKER_SLOTS = Gauge("browserd_worker_slots", "Jobs this worker can run at once (its concurrency).")
+WORKER_RUNNING = Gauge("browserd_worker_jobs_running", "Jobs this worker runs now (over browserd_worker_slots: "
+                       "its saturation).")
 EVENT_METRICS = (BUILD_INFO, JOBS_TOTAL, TENANT_JOBS, JOB_DURATION, QUEUE_WAIT, STEPS, STEP_SECONDS, LLM_REQUESTS, LLM_TOKENS,
                  LLM_LATENCY, LLM_COST, LEASE_WAIT, CRASHES, RECYCLES, DOM_CAPTURE, DOM_ELEMENTS, WEBHOOKS, WEBHOOK_SECONDS,
                  BATCHES_SUBMITTED, BATCHES_COMPLETED, SCHEDULE_RUNS, API_REQUESTS, API_LATENCY, SESSION_COMMANDS,
                  SESSIONS_ENDED, POLITENESS_WAIT, POLITENESS_WAITING, REPLAY_STEPS, TOKENS_SAVED, CRAWL_PAGES,
-                 CRAWL_SKIPPED, POLITENESS_BACKOFFS, SCHEDULE_CHANGES)
+                 CRAWL_SKIPPED, POLITENESS_BACKOFFS, SCHEDULE_CHANGES, RECONCILED, ABANDONED, WORKER_SLOTS,
+                 WORKER_RUNNING)
 
 
 def _version() -> str:
@@ -185,6 +204,8 @@ def _init_series() -> None:
         SCHEDULE_RUNS.labels(outcome)
     for reason in SESSION_END_REASONS:
         SESSIONS_ENDED.labels(reason)
+    for command in COMMANDS:  # the dashboard's session panel has a series before the first session
+        SESSION_COMMANDS.labels(command, "ok")
     for kind in POLITENESS_WAITS:
         POLITENESS_WAIT.labels(kind)
         POLITENESS_WAITING.labels(kind)
@@ -198,6 +219,8 @@ def _init_series() -> None:
         POLITENESS_BACKOFFS.labels(reason)
     for kind in CHANGE_KINDS:
         SCHEDULE_CHANGES.labels(kind)
+    for action in Reconciled:
+        RECONCILED.labels(action.value)
     BUILD_INFO.info({"version": _version()})
 
 
@@ -371,6 +394,20 @@ def observe_session_command(command: str, outcome: str) -> None:
 def observe_session_ended(reason: str) -> None:
     if reason in SESSION_END_REASONS:  # "gone": a session dropped before this worker opened it
         SESSIONS_ENDED.labels(reason).inc()
+
+
+def observe_reconciled(action: Reconciled) -> None:
+    RECONCILED.labels(action.value).inc()
+
+
+def observe_abandoned() -> None:
+    ABANDONED.inc()
+
+
+def observe_worker_slots(slots: int, running: int) -> None:
+    """This worker's capacity and what it runs now (set at every heartbeat)."""
+    WORKER_SLOTS.set(slots)
+    WORKER_RUNNING.set(running)
 
 
 def observe_api_request(route: str | None, method: str, status: int, seconds: float) -> None:

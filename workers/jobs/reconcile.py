@@ -31,15 +31,16 @@ import logging
 import re
 from dataclasses import dataclass
 
-from config import Settings
+from config import Settings, bind
 from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.batches.bulk import Outgoing
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.ids import ID_SHAPE, new_id
-from workers.jobs.metrics import queue_keys
+from workers.jobs.metrics import Reconciled, observe_reconciled, queue_keys
 from workers.jobs.model.status import FINAL_STATES, JobStatus
 from workers.jobs.queue.names import QUEUES
 from workers.jobs.queue.publish import send_job
+from workers.jobs.queue.results import mark_retried
 from workers.jobs.store.codec import JobLiveness, now
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.tenants.dispatch import Dispatcher
@@ -122,9 +123,13 @@ class Reconciler:
             resent = job.reconciled_at
             if resent and resent > beat and t - resent < limit:
                 continue  # sent again recently and nobody has picked it up yet
-            await self._send(job)
+            await self._send(job, retries=job.attempts)
             await self.store.mark_resent(job.job_id, t)
-            log.warning("job %s: no heartbeat for %.0fs; sent again", job.job_id, t - beat)
+            reason = f"no heartbeat for {t - beat:.0f}s; sent again"
+            await asyncio.to_thread(mark_retried, job.job_id, job.attempts, reason)
+            with bind(job_id=job.job_id, attempt=job.attempts):
+                log.warning("job %s: %s", job.job_id, reason)
+            observe_reconciled(Reconciled.resent)
             sent += 1
         return sent
 
@@ -158,7 +163,9 @@ class Reconciler:
                     await self.dispatcher.park(job.tenant, [Outgoing(job.job_id, job.priority, float(timeout))])
                 else:
                     await self._send(job)
-                log.warning("job %s: queued with no message in the broker; published", job.job_id)
+                with bind(job_id=job.job_id):
+                    log.warning("job %s: queued with no message in the broker; published", job.job_id)
+                observe_reconciled(Reconciled.republished)
                 published += 1
         return published
 
@@ -197,7 +204,8 @@ class Reconciler:
         abandoned = await batches.abandoned(t - 2 * self.settings.result_ttl, t - self.settings.orphan_job_seconds)
         for batch_id, recorded in abandoned.items():
             await batches.repair(batch_id, recorded)
-            log.warning("batch %s: its submitter died; total set to the %d jobs recorded", batch_id, recorded)
+            with bind(batch_id=batch_id):
+                log.warning("batch %s: its submitter died; total set to the %d jobs recorded", batch_id, recorded)
         return len(abandoned)
 
     # --- indexes of expired records --------------------------------------------------------------
@@ -252,6 +260,6 @@ class Reconciler:
 
     # --- helpers -------------------------------------------------------------------------------
 
-    async def _send(self, job: JobLiveness) -> None:
+    async def _send(self, job: JobLiveness, retries: int = 0) -> None:
         timeout = job.timeout or self.settings.job_timeout
-        await asyncio.to_thread(send_job, job.job_id, job.priority, float(timeout))
+        await asyncio.to_thread(send_job, job.job_id, job.priority, float(timeout), retries)

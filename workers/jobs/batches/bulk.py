@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,7 @@ import redis.asyncio as aioredis
 from workers.jobs.model.status import Priority
 from workers.jobs.queue.app import app
 from workers.jobs.queue.limits import hard_limit
-from workers.jobs.queue.names import RUN_JOB
+from workers.jobs.queue.names import RUN_JOB, task_id_of
 
 PUSH_CHUNK = 2000  # messages per LPUSH command
 HOLE = "@@"  # marks the spots filled per job in a serialised template
@@ -40,14 +39,6 @@ class Outgoing:
     job_id: str
     priority: Priority
     soft_limit: float
-
-
-def _task_id(job_id: str) -> str:
-    """The job id (uuid4 hex) in uuid form: unique per job, so it also names the message."""
-    try:
-        return str(uuid.UUID(job_id))
-    except ValueError:
-        return str(uuid.uuid4())
 
 
 class _Templates:
@@ -65,7 +56,7 @@ class _Templates:
         parts = self._cache.get(key)
         if parts is None:
             parts = self._cache[key] = json.dumps(self._build(*key)).split(HOLE)
-        task_id = _task_id(job.job_id)
+        task_id = task_id_of(job.job_id)
         body = base64.b64encode(json.dumps([[job.job_id], {}, EMBED]).encode()).decode()
         fill = {"ID": task_id, "ARGS": repr((job.job_id,)), "BODY": body}
         return "".join(fill.get(part, part) if i % 2 else part for i, part in enumerate(parts))
@@ -129,7 +120,7 @@ def announce_sent(jobs: Iterable[Outgoing]) -> int:
     sent = 0
     with app.events.default_dispatcher() as dispatcher:
         for job in jobs:
-            task_id = _task_id(job.job_id)
+            task_id = task_id_of(job.job_id)
             queue = job.priority.value
             dispatcher.send("task-sent", uuid=task_id, root_id=task_id, parent_id=None, name=RUN_JOB,
                             args=repr((job.job_id,)), kwargs="{}", retries=0, eta=None, expires=None,

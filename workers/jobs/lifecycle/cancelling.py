@@ -7,10 +7,13 @@ batch completion) that a worker would otherwise do.
 
 from __future__ import annotations
 
+import asyncio
+
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.lifecycle.finishing import Finisher
 from workers.jobs.metrics import observe_job_finished
 from workers.jobs.model.status import JobStatus
+from workers.jobs.queue.results import mark_revoked
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.store.outcomes import CancelOutcome, CancelResult
 
@@ -22,6 +25,7 @@ async def cancel_job(store: JobStore, job_id: str) -> CancelResult:
     done = await store.cancel(job_id)
     if done.outcome is CancelOutcome.cancelled:  # it never started: no worker will count or report it
         await Finisher(store).finished(job_id)
+        await asyncio.to_thread(mark_revoked, [job_id], "cancelled while queued")  # Celery's view: REVOKED
     return done
 
 
@@ -32,4 +36,5 @@ async def cancel_batch(store: JobStore, batch_id: str, tenant: str | None = None
     for _ in cancelled:
         observe_job_finished(JobStatus.cancelled, tenant=tenant)
     await Finisher(store).batch_settled(batch_id, cancelled)
+    await asyncio.to_thread(mark_revoked, cancelled, "cancelled while queued")
     return len(cancelled)

@@ -34,7 +34,8 @@ class JobRecord(BaseModel):
     tenant: str | None = Field(None, description="The tenant whose key submitted the job; null: the operator's.")
     idempotency_key: str | None = None
     attempts: int = Field(0, description="Times a worker started the job (a redelivery after a lost worker adds one).")
-    worker: str | None = Field(None, description="Worker that ran (or runs) the latest attempt.")
+    worker: str | None = Field(None, description="Worker that ran (or runs) the latest attempt, by its Celery node name "
+                               "(as Flower, `celery inspect` and Prometheus name it).")
     progress: Progress = Field(default_factory=Progress)
     cancel_requested: bool = False
     paused: bool = Field(False, description="A pause was asked (POST .../pause): the agent stops between steps "

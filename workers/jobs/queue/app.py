@@ -10,7 +10,8 @@ Celery's prefork pool works too (a runtime per child), but ``-P prefork`` cannot
 Celery's default and so yields to ``worker_pool`` below: ask for it by its other name,
 ``-P processes``.
 Results are not kept by Celery: the job store (``workers.jobs.store``) holds each job's state and
-result, so there is no result backend and every task ignores its return value.
+result. The result backend holds only the state of each job's task, as the store has it
+(``results``), so Flower, ``celery result`` and ``AsyncResult`` agree with browserd.
 
 Time limits. A job's *soft* limit is its own timeout (``JobSpec.timeout`` or BROWSERD_JOB_TIMEOUT):
 when it passes, the job's coroutine is cancelled, its browser context closes and the job is
@@ -122,6 +123,22 @@ def redbeat_sentinel_options(found: Sentinels) -> dict[str, Any]:
             **({"username": found.username} if found.username else {}),
             **({"password": found.password} if found.password is not None else {}),
             **({"sentinel_kwargs": {"password": found.sentinel_password}} if found.sentinel_password else {})}
+RESULT_BACKEND = "workers.jobs.queue.results:StatesBackend"  # Celery's Redis backend, subscribing to nothing
+SENTINEL_RESULT_BACKEND = "workers.jobs.queue.results:SentinelStatesBackend"  # the same behind Sentinel
+
+
+def result_backend_url(settings: Settings) -> str | None:
+    """``result_backend``: Celery's view of each job's task (``results``) on browserd's Redis; a
+    ``rediss://`` URL verifies the server's certificate, as the store's connection does, unless it
+    says otherwise (Celery's backend refuses a ``rediss://`` URL that does not say)."""
+    url = kombu_url(settings.redis_url)
+    if not url:
+        return None
+    if sentinels_of(settings.redis_url) is not None:  # master_name: result_backend_transport_options
+        return f"{SENTINEL_RESULT_BACKEND}+{url}"
+    if url.startswith("rediss://") and "ssl_cert_reqs=" not in url:
+        url += ("&" if "?" in url else "?") + "ssl_cert_reqs=required"
+    return f"{RESULT_BACKEND}+{url}"
 
 
 def broker_url(settings: Settings) -> str:
@@ -166,8 +183,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             # With Sentinel: the master's name (and the sentinels' password), which kombu reads from here.
             **sentinel_transport_options(settings.redis_url),
         },
-        # No result backend: job results live in the job store, with their own TTL.
-        "result_backend": None,
+        # Job results live in the job store. Celery's backend holds only each job task's state
+        # (results.py: SUCCESS, FAILURE, REVOKED, RETRY as the store says), for Flower and
+        # AsyncResult, as long as the job's record; every other task keeps no result.
+        "result_backend": result_backend_url(settings),
+        "result_backend_transport_options": sentinel_transport_options(settings.redis_url),
+        "result_expires": int(settings.result_ttl),
+        "result_extended": True,  # the state names the worker (its Celery node) and the retries, as Flower does
         "task_ignore_result": True,
         # Acknowledge after the task ran, not when it was received: a worker that dies mid-job
         # leaves the message unacknowledged, so the broker redelivers it.

@@ -3,6 +3,8 @@ importing the code that runs the tasks (``publish``); the worker modules registe
 
 from __future__ import annotations
 
+import uuid
+
 from workers.jobs.model.status import Priority
 
 QUEUES = tuple(p.value for p in Priority)  # one queue per priority, consumed high first
@@ -17,3 +19,12 @@ RUN_SCHEDULE = "browserd.run_schedule"
 RUN_SESSION = "browserd.run_session"
 TASK_MODULES = ["workers.tasks", "workers.webhooks", "workers.scheduled", "workers.maintenance",
                 "workers.session_tasks"]  # loaded by a worker at start
+
+
+def task_id_of(job_id: str) -> str:
+    """A job's Celery task id: its job id (uuid4 hex) in uuid form, for every message of the job (the
+    submit, a batch's, the reconciler's re-sends), so Flower and ``celery inspect`` show one task per job."""
+    try:
+        return str(uuid.UUID(job_id))
+    except ValueError:
+        return job_id

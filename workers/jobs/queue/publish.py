@@ -8,13 +8,24 @@ from typing import Any
 from workers.jobs.model.status import Priority
 from workers.jobs.queue.app import app
 from workers.jobs.queue.limits import hard_limit
-from workers.jobs.queue.names import DELIVER_WEBHOOK, RUN_JOB, RUN_SESSION, SESSIONS_QUEUE, WEBHOOK_QUEUE
+from workers.jobs.queue.names import (
+    DELIVER_WEBHOOK,
+    RUN_JOB,
+    RUN_SESSION,
+    SESSIONS_QUEUE,
+    WEBHOOK_QUEUE,
+    task_id_of,
+)
 
 
-def send_job(job_id: str, priority: Priority, soft_limit: float) -> None:
-    """Publish a job to its priority's queue, with its soft and hard time limits (blocking I/O)."""
-    app.send_task(RUN_JOB, (job_id,), queue=priority.value, soft_time_limit=soft_limit,
-                  time_limit=hard_limit(soft_limit))
+def send_job(job_id: str, priority: Priority, soft_limit: float, retries: int = 0) -> None:
+    """Publish a job to its priority's queue, with its soft and hard time limits (blocking I/O).
+
+    Its task id is the job id (``task_id_of``) on every message of the job; ``retries`` says how many
+    attempts it had before this message (the reconciler's re-send), so Celery's tools show one task
+    and its retries, as the job's attempts."""
+    app.send_task(RUN_JOB, (job_id,), task_id=task_id_of(job_id), retries=retries, queue=priority.value,
+                  soft_time_limit=soft_limit, time_limit=hard_limit(soft_limit))
 
 
 def send_webhook(url: str, event: str, payload: dict[str, Any], delivery_id: str | None = None) -> None:

@@ -52,7 +52,8 @@ RUN_FIELD = "run:"
 FLAG_FIELDS = ("cancel_requested", "paused")
 END_FIELDS = ("state", "category", "error", "batch", "labels", "runs", "created_at", "started_at", "finished_at",
               "tenant")
-LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at", "tenant")
+LIVENESS_FIELDS = ("state", "priority", "spec", "created_at", "heartbeat_at", "reconciled_at", "tenant",
+                   "attempts")
 
 
 def now() -> float:
@@ -218,14 +219,16 @@ class JobLiveness:
     heartbeat_at: float | None
     reconciled_at: float | None  # when the reconciler last sent it again
     tenant: str | None = None  # a tenant's job goes back to its fair dispatch, not straight to the broker
+    attempts: int = 0  # attempts started so far
 
 
 def liveness_of(job_id: str, row: list[str | None]) -> JobLiveness | None:
     """``LIVENESS_FIELDS`` as ``HMGET`` returned them; None when the record is gone."""
-    state, priority, spec, created, beat, resent, tenant = row
+    state, priority, spec, created, beat, resent, tenant, attempts = row
     if not state:
         return None
     timeout = json.loads(spec or "{}").get("timeout")
     return JobLiveness(job_id=job_id, state=JobStatus(state), priority=Priority(priority or "normal"),
                        timeout=float(timeout) if timeout else None, created_at=_seconds(created),
-                       heartbeat_at=_seconds(beat), reconciled_at=_seconds(resent), tenant=tenant or None)
+                       heartbeat_at=_seconds(beat), reconciled_at=_seconds(resent), tenant=tenant or None,
+                       attempts=int(attempts or 0))
