@@ -131,13 +131,17 @@ def test_a_purged_task_does_not_stay_pending(deploy: Stack, celery_app: Celery, 
     """``celery purge`` drops the message of a queued job; the reconciler publishes the job again
     under the same task id, so Celery's view ends as the job does instead of staying PENDING."""
     page = site.url("/cdp/basic.html")
-    holders = [deploy.submit({"script": script(page, waits=25, text="held")}) for w in deploy.workers if w.alive]
+    # each slot held until the purge is done (then cancelled): `celery purge` took several seconds to start
+    holders = [deploy.submit({"script": script(page, waits=55, text="held")}) for w in deploy.workers if w.alive]
     for holder in holders:
         deploy.wait_state(holder["id"], {"running", *FINAL})
     queued = deploy.submit({"script": script(page, waits=0, text="ran after the purge")})
     assert deploy.job(queued["id"])["state"] == "queued"
     purged = celery(deploy, "purge", "-f", "-Q", "high,normal,low")
     assert task(celery_app, queued["id"]).state == "PENDING", purged  # no message, no state yet
+    for holder in holders:
+        status, _ = deploy.call("POST", f"/v1/jobs/{holder['id']}/cancel")
+        assert status == 202
 
     done = deploy.wait_state(queued["id"], FINAL, timeout=120)
     assert done["state"] == "succeeded" and done["result"]["final_answer"] == "ran after the purge", done

@@ -14,7 +14,10 @@ import uuid
 
 import cdp
 
-RUN_DIR = os.path.join(tempfile.gettempdir(), f"browserd-test-{uuid.uuid4().hex[:12]}")
+_BASE = tempfile.gettempdir()
+if os.path.basename(_BASE).startswith("browserd-test-"):  # a pytest-xdist worker, under its controller's run
+    _BASE = os.path.dirname(_BASE)  # a sibling, not nested: paths stay short (Chrome's socket, 107 bytes)
+RUN_DIR = os.path.join(_BASE, f"browserd-test-{uuid.uuid4().hex[:12]}")
 os.makedirs(RUN_DIR, exist_ok=True)
 os.environ["TMPDIR"] = RUN_DIR
 tempfile.tempdir = None  # forget the cached default so this process uses RUN_DIR too
