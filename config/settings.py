@@ -350,6 +350,15 @@ class Settings(BaseSettings):
         "fails (llm_timeout when a model call was running) and counts towards max_failures. Default: twice "
         "BROWSERD_LLM_TIMEOUT plus 60, at least 60.")
 
+    max_tokens_total: int | None = Field(
+        2_000_000, ge=1000, description="Most LLM tokens (input and output, every call, usable or not) one job may "
+        "spend; a job past it ends llm_budget. A job's options.max_tokens_total may be lower, not higher. Empty: no "
+        "limit.")
+    max_llm_seconds: float | None = Field(
+        None, gt=0, description="Most seconds one job may spend waiting for model answers; the call under way when "
+        "they run out is stopped (its connection closed) and the job ends llm_budget. A job's "
+        "options.max_llm_seconds may be lower, not higher. Default: no limit but the job's timeout.")
+
     # --- agent defaults (Nanobrowser's) ----------------------------------------------------
     max_steps: int = Field(100, ge=1, description="Agent steps before a job fails with max_steps.")
     planning_interval: int = Field(3, ge=1, description="The planner runs every this many steps.")
