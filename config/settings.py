@@ -308,6 +308,10 @@ class Settings(BaseSettings):
     planner_model: str | None = Field(None, description="Model for the planner; default: llm_model.")
     navigator_model: str | None = Field(None, description="Model for the navigator; default: llm_model.")
     extractor_model: str | None = Field(None, description="Model for extract_content; default: llm_model.")
+    validator_model: str | None = Field(
+        None, description="A model (at the same endpoint, with the planner's parameters; may be the planner's) asked "
+        "whether a claim of done is shown, after browserd's own checks passed it; its 'no' gives the agent the "
+        "reason and another step (bounded, then unverified). Default: none, only browserd's checks.")
     llm_timeout: float = Field(120.0, gt=0, description="Seconds one LLM call may take.")
     llm_provider: str = Field(
         "langchain_openai:ChatOpenAI",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.adversaries import (
     SEARCH_ANSWER,
@@ -208,3 +209,33 @@ async def test_a_rolling_horizon_claim_is_checked_too(pool, site, llm, settings)
     assert (result.status, result.category) == UNVERIFIED
     assert "figures 19.99" in result.error and all(s.error is None for s in result.steps[:-1])
     assert "Replanning: browserd refused the claim of done" in str(llm.requests[1]["messages"])
+
+
+async def test_the_validator_model_is_asked_after_the_checks_and_its_no_gives_another_step(pool, site, llm):
+    """BROWSERD_VALIDATOR_MODEL: asked only about a claim the checks passed; its "no" is told to the
+    agent, which goes on, and its "yes" is recorded with the checks."""
+    settings = load_settings(llm_base_url=llm.base_url, openai_api_key="test-key", max_steps=12, job_timeout=120,
+                             validator_model="judge-model")
+    llm.responder = SearchOracle()
+    llm.add("ValidatorOutput", Reply.tool({"is_valid": False, "reason": "the answer does not name the toaster's slots"}),
+            Reply.tool({"is_valid": True, "reason": "the price is on the page"}))
+    result, page, _ = await search_job(pool, site, settings)
+    assert result.status == JobStatus.succeeded, result.error
+    assert result.final_answer == SEARCH_ANSWER and "24.50 EUR" in page
+    assert result.verification.accepted and result.verification.rejections == 1
+    assert result.verification.checks[-1] == "validator_model"
+    asked = llm.requests_for("ValidatorOutput")
+    assert len(asked) == 2 and {r["model"] for r in asked} == {"judge-model"}
+    assert "Red Toaster 2-slot 24.50 EUR" in str(asked[0]["messages"])  # the page and the evidence were shown
+    told = [r for r in llm.requests if "does not name the toaster" in str(r["messages"])]
+    assert told, "the agent never read the validator model's reason"
+    assert result.totals.llm_calls == llm.served.calls  # the validator's calls are counted
+
+
+async def test_the_validator_model_is_not_asked_about_what_the_checks_refuse(pool, site, llm):
+    settings = load_settings(llm_base_url=llm.base_url, openai_api_key="test-key", max_steps=12, job_timeout=120,
+                             validator_model="judge-model")
+    llm.responder = ClaimsAtOnce()
+    result, _, _ = await search_job(pool, site, settings)
+    assert (result.status, result.category) == UNVERIFIED
+    assert llm.requests_for("ValidatorOutput") == []

@@ -45,6 +45,7 @@ class LlmConfig:
     roles: dict[Role, RoleModel]  # planner, navigator, extractor
     max_tokens_total: int | None = None  # a job's LLM budget (``workers.agent.allowance``); None: none
     max_llm_seconds: float | None = None
+    validator: str | None = None  # the model asked about a claim of done the checks passed; None: none
 
     def role(self, role: Role) -> RoleModel:
         return self.roles[role]
@@ -128,6 +129,7 @@ class AgentConfig:
                                        s.max_tokens(role)) for role in ROLES},
                 max_tokens_total=s.max_tokens_total,
                 max_llm_seconds=s.max_llm_seconds,
+                validator=s.validator_model,
             ),
             defaults=AgentDefaults(
                 max_steps=s.max_steps,

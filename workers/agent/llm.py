@@ -73,6 +73,7 @@ class Llms:
     navigator: BaseChatModel
     planner: BaseChatModel | None = None
     extractor: BaseChatModel | None = None
+    validator: BaseChatModel | None = None  # asked about a claim of done the checks passed (None: not asked)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     outputs: dict[str, OutputMethod] = field(default_factory=dict)  # a role's output method; unset: tools
 
@@ -103,7 +104,11 @@ class Llms:
                 built[key] = build(llm, name, sampling)
             models[role] = built[key]
             outputs[role] = own.output or configured.output
-        return cls(**models, outputs=outputs)
+        validator = None
+        if llm.validator:  # with the planner's parameters and output method
+            planner = llm.role("planner")
+            validator = build(llm, llm.validator, {**planner.params, "max_tokens": planner.max_tokens})
+        return cls(**models, validator=validator, outputs=outputs)
 
 
 def model_name(model: BaseChatModel) -> str:
