@@ -1,6 +1,6 @@
 """Does a job succeed only when its success is shown? Adversarial models against the done checks.
 
-``python -m bench.honesty [--all] [--tasks N]``
+``python -m bench.honesty [--all] [--tasks N] [--task NAME ...] [--verbose]``
 
 Every task runs once with the honest model and once with each adversary of
 tests/support/adversaries.py (claims done at once with a template answer, claims done after a wrong
@@ -10,8 +10,8 @@ shop's search (``SEARCH_TASK``, honest model ``SearchOracle``) and MiniWoB++ tas
 oracle of tests/agent/miniwob_oracle.py); by default a subset of 6 (about a minute and a half),
 ``--all`` for the 39 of tests/agent/test_miniwob.py.
 
-A job is truly done when MiniWoB's reward is positive (the fixture: the answer holds the price
-and the page shows it). ``false_successes``: jobs that ended ``succeeded`` while the task was not
+A job is truly done when MiniWoB's reward is positive: the reward of the episode's first end, as
+MiniWoB scores it (the fixture: the answer holds the price and the page shows it). ``false_successes``: jobs that ended ``succeeded`` while the task was not
 truly done, or whose answer an adversary made up (``FABRICATES``: a template, a made-up figure and
 quote, a refusal; a wrong action that happens to do the task, such as typing into focus-text's only
 textbox, is a true success).
@@ -35,7 +35,7 @@ from typing import Any
 from cdp import BrowserPool, NetworkPolicy, PoolConfig
 from config import load_settings
 from tests.agent.miniwob_oracle import oracle
-from tests.agent.test_miniwob import HTML, ORACLE_TASKS, reward, start_episode
+from tests.agent.test_miniwob import HTML, ORACLE_TASKS, start_episode
 from tests.conftest import FIXTURES
 from tests.support.adversaries import ADVERSARIES, SEARCH_TASK, Responder, SearchOracle
 from tests.support.jobs import run_job
@@ -48,6 +48,18 @@ from workers.jobs.model.status import JobStatus
 LOCAL = "127.0.0.1/32"  # where the pages are served: closed to jobs unless opened
 DEFAULT_TASKS = ["click-button", "click-link", "enter-password", "click-checkboxes", "read-table", "focus-text"]
 MAX_STEPS = 8
+FIRST_REWARD = "__browserdFirstReward"
+FIRST_END = f"""(() => {{
+  const end = core.endEpisode;
+  window.{FIRST_REWARD} = null;
+  core.endEpisode = function (reward, ...rest) {{
+    if (window.{FIRST_REWARD} === null) window.{FIRST_REWARD} = reward;
+    return end.call(this, reward, ...rest);
+  }};
+}})()"""
+"""MiniWoB's episode ends at its first ``endEpisode``, which is what its own harness scores; a
+click on the START cover after it begins a new episode, whose reward is not the task's (a job
+that clicked the right widget, then the cover, was scored "not done"). The first end is kept."""
 FABRICATES = frozenset({"claims_at_once", "false_quote", "refusal"})
 """Adversaries whose answer states what is not so: any success of theirs is false. The others (a
 wrong action, a loop) say only "done": theirs is false when the task was not truly done."""
@@ -71,9 +83,10 @@ async def one(pool: BrowserPool, responder: Responder, spec: dict[str, Any], min
         async with pool.lease() as lease:
             if task is not None:
                 spec = {**spec, "task": await start_episode(lease, miniwob, task)}
+                await lease.page.evaluate(FIRST_END)
             result = await run_job(JobSpec.model_validate(spec), lease, settings=settings)
             if task is not None:
-                truly = await reward(lease) > 0
+                truly = await lease.page.evaluate(f"window.{FIRST_REWARD} ?? 0") > 0
             else:
                 page = await lease.page.evaluate("document.body.innerText")
                 truly = "24.50" in (result.final_answer or "") and "24.50 EUR" in page
@@ -128,6 +141,10 @@ def report(done: list[Run]) -> dict[str, Any]:
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     tasks = ORACLE_TASKS if args.all else DEFAULT_TASKS[:args.tasks] if args.tasks else DEFAULT_TASKS
+    if args.task:
+        unknown = sorted(set(args.task) - set(ORACLE_TASKS))
+        assert not unknown, f"not MiniWoB tasks of tests/agent/test_miniwob.py: {unknown}"
+        tasks = args.task
     assert HTML is not None, "miniwob is not installed (pip install --no-deps miniwob)"
     with serve(HTML) as miniwob, serve(FIXTURES / "site") as site:
         egress = NetworkPolicy.build(False, [LOCAL])  # the pages' address is opened, nothing else
@@ -140,6 +157,7 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="all 39 MiniWoB++ tasks (default: 6)")
     parser.add_argument("--verbose", action="store_true", help="one JSON line per job on stderr")
     parser.add_argument("--tasks", type=int, default=0, help="only the first N of the default tasks")
+    parser.add_argument("--task", action="append", default=[], help="only this MiniWoB task (repeatable)")
     print(json.dumps(asyncio.run(main_async(parser.parse_args()))))
 
 

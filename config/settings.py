@@ -336,6 +336,10 @@ class Settings(BaseSettings):
     planner_model: str | None = Field(None, description="Model for the planner; default: llm_model.")
     navigator_model: str | None = Field(None, description="Model for the navigator; default: llm_model.")
     extractor_model: str | None = Field(None, description="Model for extract_content; default: llm_model.")
+    validator_model: str | None = Field(
+        None, description="A model (at the same endpoint, with the planner's parameters; may be the planner's) asked "
+        "whether a claim of done is shown, after browserd's own checks passed it; its 'no' gives the agent the "
+        "reason and another step (bounded, then unverified). Default: none, only browserd's checks.")
     llm_timeout: float = Field(120.0, gt=0, description="Seconds one LLM call may take.")
     llm_provider: str = Field(
         "langchain_openai:ChatOpenAI",
@@ -377,6 +381,15 @@ class Settings(BaseSettings):
         None, gt=0, description="Seconds one agent step (its model calls and actions) may take; a step past it "
         "fails (llm_timeout when a model call was running) and counts towards max_failures. Default: twice "
         "BROWSERD_LLM_TIMEOUT plus 60, at least 60.")
+
+    max_tokens_total: int | None = Field(
+        2_000_000, ge=1000, description="Most LLM tokens (input and output, every call, usable or not) one job may "
+        "spend; a job past it ends llm_budget. A job's options.max_tokens_total may be lower, not higher. Empty: no "
+        "limit.")
+    max_llm_seconds: float | None = Field(
+        None, gt=0, description="Most seconds one job may spend waiting for model answers; the call under way when "
+        "they run out is stopped (its connection closed) and the job ends llm_budget. A job's "
+        "options.max_llm_seconds may be lower, not higher. Default: no limit but the job's timeout.")
 
     # --- agent defaults (Nanobrowser's) ----------------------------------------------------
     max_steps: int = Field(100, ge=1, description="Agent steps before a job fails with max_steps.")

@@ -19,10 +19,14 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.jobs import llms_of
-from tests.support.llm_server import Reply
+from tests.support.llm_server import Reply, offered_tool
 from workers.agent import RetryPolicy
+from workers.agent.allowance import LlmAllowance, use_allowance
+from workers.agent.errors import LLMBudgetSpent
 from workers.agent.llm import ToolSpec, call_structured
-from workers.jobs.model.spec import AgentOptions, ModelParams
+from workers.jobs.errors import SpecError
+from workers.jobs.model.spec import AgentOptions, JobSpec, ModelParams
+from workers.jobs.specs.checks import check_spec
 from workers.jobs.model.status import FailureCategory, JobStatus
 
 METHODS = ("tools", "json_schema", "json_object", "text")
@@ -179,3 +183,65 @@ async def test_every_served_call_is_counted_usable_or_not(pool, site, llm):
     assert served.calls == 5
     assert (result.totals.llm_calls, result.totals.input_tokens, result.totals.output_tokens) == (
         served.calls, served.prompt_tokens, served.completion_tokens)
+
+
+async def test_the_jobs_llm_time_budget_stops_the_call_under_way_and_closes_it(llm):
+    """max_llm_seconds: the call still waiting when the job's seconds run out is cancelled, its
+    connection closed (the server sees the client leave, so it can stop generating), and no retry starts."""
+    llm.add("Answer", Reply.tool({"n": 1}, delay=0.3, usage=(500, 20)), Reply.hang(30), Reply.tool({"n": 2}))
+    model = llms_of(settings_for(llm)).navigator
+    budget = LlmAllowance(max_seconds=1.5, seconds_from="options.max_llm_seconds")
+    with use_allowance(budget):
+        first = await call_structured(model, [SystemMessage("s"), HumanMessage("q")], TOOL, role="navigator")
+        assert first.data == {"n": 1}
+        with pytest.raises(LLMBudgetSpent, match=r"LLM time budget is spent: .* of 1.5s \(options.max_llm_seconds\); "
+                                                 r"the navigator call was stopped waiting for its answer"):
+            await call_structured(model, [SystemMessage("s"), HumanMessage("q")], TOOL, role="navigator",
+                                  retry=RetryPolicy(attempts=3, base_delay=0.01))
+    await wait_for(lambda: llm.disconnects == 1)
+    assert llm.disconnects == 1 and len(llm.requests) == 2  # the hung call closed, no retry sent
+    assert budget.tokens == 520
+
+
+async def test_the_jobs_token_budget_refuses_the_next_call(llm):
+    """max_tokens_total counts every served call's tokens, in and out; once spent no call starts."""
+    llm.add("Answer", Reply.tool({"n": 1}, usage=(900, 150)), Reply.tool({"n": 2}))
+    model = llms_of(settings_for(llm)).navigator
+    with use_allowance(LlmAllowance(max_tokens=1000)):
+        await call_structured(model, [SystemMessage("s"), HumanMessage("q")], TOOL, role="planner")
+        with pytest.raises(LLMBudgetSpent, match=r"token budget is spent: 1050 tokens used of 1000 "
+                                                 r"\(BROWSERD_MAX_TOKENS_TOTAL\); the planner call was not made"):
+            await call_structured(model, [SystemMessage("s"), HumanMessage("q")], TOOL, role="planner")
+    assert len(llm.requests) == 1
+
+
+async def test_a_job_past_its_token_budget_ends_llm_budget_with_its_steps(pool, site, llm):
+    """The job's option (below the setting) ends it at once, category llm_budget, every call counted."""
+    settings = settings_for(llm, max_tokens_total=50_000)
+    def costly(request):
+        reply = plan() if offered_tool(request) == PLANNER else act({"next_page": {"intent": "look"}})
+        reply.usage = (2000, 100)
+        return reply
+
+    llm.responder = costly
+    result, _, _ = await run(pool, settings, task="Name the first product listed",
+                             start_url=site.url("agent/catalog.html"), options={"max_tokens_total": 5000})
+    assert result.status == JobStatus.failed
+    assert result.category == FailureCategory.llm_budget
+    assert "token budget is spent: 6300 tokens used of 5000 (options.max_tokens_total)" in result.error, result.error
+    assert result.totals.llm_calls == llm.served.calls == 3
+    assert result.totals.input_tokens + result.totals.output_tokens == 6300
+
+
+def test_a_jobs_llm_budget_above_the_operators_is_refused():
+    settings = load_settings(max_tokens_total=100_000, max_llm_seconds=60)
+    for options, field in (({"max_tokens_total": 200_000}, "options.max_tokens_total"),
+                           ({"max_llm_seconds": 61}, "options.max_llm_seconds")):
+        with pytest.raises(SpecError, match="BROWSERD_MAX") as caught:
+            check_spec(JobSpec(task="t", options=options), settings)
+        assert caught.value.problems[0].field == field
+    for bad in ({"max_tokens_total": 10}, {"max_llm_seconds": 0}, {"max_tokens_total": "lots"}):
+        with pytest.raises(ValidationError):
+            AgentOptions(**bad)
+    spec = check_spec(JobSpec(task="t", options={"max_tokens_total": 5000, "max_llm_seconds": 30}), settings)
+    assert (spec.options.max_tokens_total, spec.options.max_llm_seconds) == (5000, 30)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from config import load_settings
 from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
 from tests.support.adversaries import (
     SEARCH_ANSWER,
@@ -27,6 +28,7 @@ from tests.support.llm_server import Reply
 from workers.agent.planner import PlannerOutput
 from workers.agent.validator import MAX_QUOTES, DoneClaim, Sightings, judge
 from workers.jobs.model.actions import Done
+from workers.jobs.model.locators import Locator
 from workers.jobs.model.result import ActionRecord
 from workers.jobs.model.status import FailureCategory, JobStatus
 
@@ -164,6 +166,25 @@ def test_a_task_that_only_acts_is_shown_by_its_actions() -> None:
     assert verdict.accepted and verdict.checks[-1] == "actions_ran"
 
 
+def test_a_task_naming_no_element_is_not_done_by_clicking_whatever_is_there() -> None:
+    """MiniWoB's multi-orderings (bench.honesty --all): the task names values, not elements; a click on
+    Submit with the boxes empty said done and was accepted. An action must bear on the task."""
+    task = "Search for drama movies directed by Smith from year 1999."
+    page = seen("Movie Search Genre Director Year Submit")
+
+    def on(tag: str, text: str = "", **params) -> ActionRecord:
+        name = "input_text" if "text" in params else "click_element"
+        return ActionRecord(name=name, params={"index": 1, **params}, locator=Locator(tag=tag, text=text))
+
+    wrong = judge(claim(task, "Done as asked.", actions=[on("div", "Submit")]), page)
+    assert not wrong.accepted and "no action that ran had to do with the task" in wrong.reason
+    honest = [on("input", text="drama"), on("input", text="Smith"), on("input", text="1999"), on("div", "Submit")]
+    verdict = judge(claim(task, "Searched.", actions=honest), page)
+    assert verdict.accepted and verdict.checks[-1] == "actions_ran"
+    button = judge(claim("Click the button.", "Clicked.", actions=[on("button", "Click Me!")]), seen("Click Me!"))
+    assert button.accepted  # the task names the kind of element: a <button> is one
+
+
 def test_evidence_in_any_shape_a_model_writes_it() -> None:
     """One string is one quote, null is none; anything else is an unusable answer, not a crash."""
     assert PlannerOutput.model_validate({"done": True, "evidence": "24.50 EUR"}).evidence == ["24.50 EUR"]
@@ -188,3 +209,33 @@ async def test_a_rolling_horizon_claim_is_checked_too(pool, site, llm, settings)
     assert (result.status, result.category) == UNVERIFIED
     assert "figures 19.99" in result.error and all(s.error is None for s in result.steps[:-1])
     assert "Replanning: browserd refused the claim of done" in str(llm.requests[1]["messages"])
+
+
+async def test_the_validator_model_is_asked_after_the_checks_and_its_no_gives_another_step(pool, site, llm):
+    """BROWSERD_VALIDATOR_MODEL: asked only about a claim the checks passed; its "no" is told to the
+    agent, which goes on, and its "yes" is recorded with the checks."""
+    settings = load_settings(llm_base_url=llm.base_url, openai_api_key="test-key", max_steps=12, job_timeout=120,
+                             validator_model="judge-model")
+    llm.responder = SearchOracle()
+    llm.add("ValidatorOutput", Reply.tool({"is_valid": False, "reason": "the answer does not name the toaster's slots"}),
+            Reply.tool({"is_valid": True, "reason": "the price is on the page"}))
+    result, page, _ = await search_job(pool, site, settings)
+    assert result.status == JobStatus.succeeded, result.error
+    assert result.final_answer == SEARCH_ANSWER and "24.50 EUR" in page
+    assert result.verification.accepted and result.verification.rejections == 1
+    assert result.verification.checks[-1] == "validator_model"
+    asked = llm.requests_for("ValidatorOutput")
+    assert len(asked) == 2 and {r["model"] for r in asked} == {"judge-model"}
+    assert "Red Toaster 2-slot 24.50 EUR" in str(asked[0]["messages"])  # the page and the evidence were shown
+    told = [r for r in llm.requests if "does not name the toaster" in str(r["messages"])]
+    assert told, "the agent never read the validator model's reason"
+    assert result.totals.llm_calls == llm.served.calls  # the validator's calls are counted
+
+
+async def test_the_validator_model_is_not_asked_about_what_the_checks_refuse(pool, site, llm):
+    settings = load_settings(llm_base_url=llm.base_url, openai_api_key="test-key", max_steps=12, job_timeout=120,
+                             validator_model="judge-model")
+    llm.responder = ClaimsAtOnce()
+    result, _, _ = await search_job(pool, site, settings)
+    assert (result.status, result.category) == UNVERIFIED
+    assert llm.requests_for("ValidatorOutput") == []

@@ -26,6 +26,7 @@ from workers.agent.errors import (
     JobTimeout,
     LLMAuthError,
     LLMBadRequestError,
+    LLMBudgetSpent,
     LLMError,
     LLMForbiddenError,
     LLMOutputError,
@@ -86,6 +87,8 @@ LISTED: list[tuple[BaseException, C]] = [
     (LLMBadRequestError("unknown model", model="gpt-9", status=404), C.llm_bad_request),
     (LLMError("rate limited", model="gpt-4o", status=429), C.llm_error),
     (LLMProviderError("acme.Chat", "no such class"), C.llm_error),
+    (LLMBudgetSpent("the job's LLM token budget is spent: 20100 tokens used of 20000 (options.max_tokens_total)",
+                    role="planner"), C.llm_budget),
     # the page and the policy
     (URLBlocked("http://169.254.169.254/latest", "a metadata address"), C.url_blocked),
     (HostUnresolved("http://shop.invalid/", "cannot resolve shop.invalid: Name or service not known"), C.dns_error),

@@ -52,11 +52,12 @@ def items_of(request: dict[str, Any]) -> list[Item]:
 
 def untouched(request: dict[str, Any]) -> Item | None:
     """An element the task does not name (a wrong target): its text is not in the task and holds
-    nothing the task quotes, if there is one."""
+    nothing the task quotes, and it is not of a kind the task quotes ('Click on a "button" widget':
+    no button), if there is one."""
     task = task_of(request)
     targets = [t.lower() for t in QUOTED.findall(task)]
     for item in items_of(request):
-        text = f"{item.text} {' '.join(item.attrs.values())}".lower()
+        text = f"{item.text} {item.tag} {' '.join(item.attrs.values())}".lower()
         if item.text and normal(item.text) not in normal(task) and not any(t in text for t in targets):
             return item
     return None

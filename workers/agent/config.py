@@ -43,6 +43,9 @@ class LlmConfig:
     base_url: str | None  # an OpenAI-compatible endpoint; None: the provider's own
     api_key: SecretStr | None  # for ChatOpenAI and its subclasses only
     roles: dict[Role, RoleModel]  # planner, navigator, extractor
+    max_tokens_total: int | None = None  # a job's LLM budget (``workers.agent.allowance``); None: none
+    max_llm_seconds: float | None = None
+    validator: str | None = None  # the model asked about a claim of done the checks passed; None: none
 
     def role(self, role: Role) -> RoleModel:
         return self.roles[role]
@@ -124,6 +127,9 @@ class AgentConfig:
                 api_key=s.openai_api_key,
                 roles={role: RoleModel(s.model_for(role), s.model_params(role), s.output_method(role),
                                        s.max_tokens(role)) for role in ROLES},
+                max_tokens_total=s.max_tokens_total,
+                max_llm_seconds=s.max_llm_seconds,
+                validator=s.validator_model,
             ),
             defaults=AgentDefaults(
                 max_steps=s.max_steps,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from workers.agent.allowance import LlmAllowance
 from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
@@ -58,6 +59,7 @@ class JobContext:
     verification: Verification | None = None  # how the run's accepted (or last refused) claim was checked
     findings: Findings = field(default_factory=Findings)
     usage: Usage = field(default_factory=Usage)
+    allowance: LlmAllowance = field(default_factory=LlmAllowance)  # the job's LLM budget, follow-ups included
     events: Events = field(default_factory=Events)
     secrets: Secrets = field(default_factory=Secrets)
     artifacts: ArtifactRecorder | None = None  # its screenshots under way finish before each action

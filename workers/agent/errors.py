@@ -50,6 +50,15 @@ class LLMBadRequestError(LLMError):
 
 
 
+class LLMBudgetSpent(AgentError):
+    """The job spent its LLM budget (``options.max_tokens_total``, ``options.max_llm_seconds`` or their
+    settings): it ends at once, its steps kept (``workers.agent.allowance``)."""
+
+    def __init__(self, message: str, *, role: str = "") -> None:
+        super().__init__(message)
+        self.role = role
+
+
 class LLMProviderError(AgentError):
     """``BROWSERD_LLM_PROVIDER`` names no usable chat model class, or the class refuses a setting."""
 

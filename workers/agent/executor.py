@@ -47,7 +47,8 @@ from workers.agent.outcome import EXPLANATIONS, Outcome
 from workers.agent.planner import PlannerOutput, plan
 from workers.agent.prompts import SECURITY_RULES, loop_nudge, navigator_system
 from workers.agent.recorder import StepLog
-from workers.agent.validator import Sightings, claim_of, judge
+from workers.agent.second_opinion import second_opinion
+from workers.agent.validator import Sightings, Verdict, claim_of, judge
 from workers.agent.vision import WITHHELD, Screenshot, look
 from workers.jobs.model.actions import ParsedAction
 from workers.jobs.model.result import StepRecord
@@ -125,6 +126,7 @@ class AgentLoop:
         self.rejections = 0  # claims of done the checks refused so far
         self.loops = LoopWatch()  # repeated actions on an unchanged page: a nudge, then ``stuck``
         self.notes: list[str] = []  # browserd's own notices for the next state message (a loop's nudge)
+        self.page_now = ""  # the last captured page's URL, title and text, for the validator model
 
     async def run(self) -> None:
         for number in range(self.first_step, self.first_step + self.options.max_steps):
@@ -192,6 +194,7 @@ class AgentLoop:
                       [label for e in state.elements.values() for label in (e.name, e.text) if label])
         for document in self.ctx.browser.documents_read():  # a PDF read is a page the job saw
             self.seen.saw(document.url, "", "", document.text, [])
+        self.page_now = f"{state.url}\n{state.title}\n{state.text()}"
         note(url=self.ctx.secrets.scrub(state.url))  # log lines carry it
         return state
 
@@ -280,7 +283,7 @@ class AgentLoop:
         output = answer.output
         self._charge(step, answer.reply, images=self.planner_sees_images)
         step.plan = output.model_dump(mode="json")
-        refused = self._refused(step, output)
+        refused = await self._refused(step, output)
         self.messages.add_plan(step.plan if refused is None else refused_plan(step.plan, refused))
         await events.emit(Actor.planner, ExecutionState.STEP_OK, output.observation)
         if refused is not None:
@@ -292,12 +295,13 @@ class AgentLoop:
             await events.emit(Actor.planner, ExecutionState.NEXT_STEPS, output.next_steps)
         return self._confirmed(output)
 
-    def _refused(self, step: StepRecord, output: PlannerOutput) -> str | None:
+    async def _refused(self, step: StepRecord, output: PlannerOutput) -> str | None:
         """Why a claim that the task is complete is refused (None: no such claim, or it is shown).
 
         The claim is checked against what the run recorded (``workers.agent.validator``), never on
-        the model's word; a refusal is told to the agent, which goes on, until ``MAX_REJECTIONS``
-        refusals (or the last step): then the job ends ``unverified``."""
+        the model's word, then, if one is configured, by the validator model
+        (``workers.agent.second_opinion``); a refusal is told to the agent, which goes on, until
+        ``MAX_REJECTIONS`` refusals (or the last step): then the job ends ``unverified``."""
         ctx = self.ctx
         if not output.done or self._outcome(output) is not Outcome.complete:
             return None
@@ -305,6 +309,12 @@ class AgentLoop:
         claim = claim_of(ctx.task, answer, [*output.evidence, *ctx.evidence], output.next_steps,
                          [*self.log.steps, step])
         verdict = judge(claim, self.seen)
+        if verdict.accepted and ctx.llms is not None and ctx.llms.validator is not None:
+            opinion = await second_opinion(ctx, claim, self.page_now)
+            if opinion.reply is not None:
+                self._charge(step, opinion.reply)
+            verdict = Verdict(opinion.valid, [*verdict.checks, *(["validator_model"] if opinion.valid else [])],
+                              "" if opinion.valid else opinion.reason)
         step.verification = ctx.verification = verdict.record(self.rejections)
         log.info("done %s: %s", "accepted" if verdict.accepted else "refused",  # the reason may quote the page
                  ", ".join(verdict.checks) if verdict.accepted else ctx.secrets.scrub(verdict.reason))

@@ -34,6 +34,7 @@ from workers.agent.errors import (
     JobTimeout,
     LLMAuthError,
     LLMBadRequestError,
+    LLMBudgetSpent,
     LLMError,
     LLMForbiddenError,
     LLMOutputError,
@@ -95,6 +96,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     LLMBadRequestError: FailureCategory.llm_bad_request,
     LLMError: FailureCategory.llm_error,
     LLMProviderError: FailureCategory.llm_error,
+    LLMBudgetSpent: FailureCategory.llm_budget,  # the job's own LLM budget (tokens, seconds)
     # the page and the policy
     URLBlocked: FailureCategory.url_blocked,
     HostUnresolved: FailureCategory.dns_error,

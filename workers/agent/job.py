@@ -28,6 +28,7 @@ from typing import Any
 
 import cdp
 from config import scrub_with
+from workers.agent.allowance import LlmAllowance, use_allowance
 from workers.agent.artifacts import ArtifactRecorder
 from workers.agent.browser import AgentBrowser
 from workers.agent.cancel import CancelToken
@@ -252,7 +253,8 @@ async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobC
                             lambda: browser.document(config.actions.max_extract_chars))
     await browser.start()
     llms = None if spec.script is not None else Llms.from_config(config.llm, spec.models, spec.options.model_params)
-    ctx = JobContext(spec=spec, config=config, browser=browser, cancel=session.cancel, llms=llms)
+    ctx = JobContext(spec=spec, config=config, browser=browser, cancel=session.cancel, llms=llms,
+                     allowance=LlmAllowance.for_job(spec.options, config.llm))
     if spec.start_url is not None:
         try:
             await browser.goto(str(spec.start_url))
@@ -315,16 +317,21 @@ async def _save_profile(profiles: JobProfiles) -> None:
 
 async def _run(ctx: JobContext, steps: StepLog, history: MessageManager | None, replay: ReplayPlan | None) -> None:
     try:
-        if replay is not None:
-            await run_replay(ctx, steps, replay)
-        elif ctx.spec.script is not None:
-            await run_script(ctx, steps)
-        elif ctx.spec.options.strategy == "rolling_horizon":
-            await run_rolling_horizon(ctx, steps, history)
-        else:
-            await run_agent(ctx, steps, history)
+        with use_allowance(ctx.allowance):  # every model call of the run spends the job's budget
+            await _run_kind(ctx, steps, history, replay)
     finally:  # whatever ended the job, its data is everything found
         ctx.data = ctx.findings.data(ctx.data, ctx.spec.output_schema)
+
+
+async def _run_kind(ctx: JobContext, steps: StepLog, history: MessageManager | None, replay: ReplayPlan | None) -> None:
+    if replay is not None:
+        await run_replay(ctx, steps, replay)
+    elif ctx.spec.script is not None:
+        await run_script(ctx, steps)
+    elif ctx.spec.options.strategy == "rolling_horizon":
+        await run_rolling_horizon(ctx, steps, history)
+    else:
+        await run_agent(ctx, steps, history)
 
 
 async def _succeeded(ctx: JobContext) -> JobResult:

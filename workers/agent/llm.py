@@ -31,6 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from config import ROLES, OutputMethod, Role
+from workers.agent.allowance import allowance_of
 from workers.agent.cancel import CancelToken
 from workers.agent.config import LlmConfig
 from workers.agent.errors import (
@@ -72,6 +73,7 @@ class Llms:
     navigator: BaseChatModel
     planner: BaseChatModel | None = None
     extractor: BaseChatModel | None = None
+    validator: BaseChatModel | None = None  # asked about a claim of done the checks passed (None: not asked)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     outputs: dict[str, OutputMethod] = field(default_factory=dict)  # a role's output method; unset: tools
 
@@ -102,7 +104,11 @@ class Llms:
                 built[key] = build(llm, name, sampling)
             models[role] = built[key]
             outputs[role] = own.output or configured.output
-        return cls(**models, outputs=outputs)
+        validator = None
+        if llm.validator:  # with the planner's parameters and output method
+            planner = llm.role("planner")
+            validator = build(llm, llm.validator, {**planner.params, "max_tokens": planner.max_tokens})
+        return cls(**models, validator=validator, outputs=outputs)
 
 
 def model_name(model: BaseChatModel) -> str:
@@ -176,19 +182,28 @@ async def call_structured(
     started = time.monotonic()
     name = model_name(model)
     clock = current_clock()
+    budget = allowance_of()
     for attempt in range(retry.attempts):
         cancel.check(f"before the {role} call")
+        budget.check(role)
         attempt_started = time.monotonic()
         if clock is not None:  # left set if the step's limit cancels the call: the step says which call it was
             clock.role, clock.model = role, name
+        watch = budget.timeout()  # the job's LLM seconds left: past them the call is cancelled (connection closed)
         try:
-            message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
+            async with watch:
+                message = await cancel.run(bound.ainvoke(messages), f"during the {role} call")
         except openai.LengthFinishReasonError as exc:  # with a response_format the client refuses a cut answer
             reply = _cut_reply(exc.completion, role, output_cap(model))
         except AgentError:
+            budget.spend(0, time.monotonic() - attempt_started)
             telemetry.llm_call(LlmCall(name, LlmOutcome.cancelled, time.monotonic() - attempt_started))
             raise
         except Exception as exc:
+            budget.spend(0, time.monotonic() - attempt_started)
+            if watch.expired():
+                telemetry.llm_call(LlmCall(name, LlmOutcome.cancelled, time.monotonic() - attempt_started))
+                raise budget.ran_out(role) from exc
             failed = classify(exc, role=role, model=name)
             telemetry.llm_call(LlmCall(name, outcome(failed.error, exc), time.monotonic() - attempt_started))
             if not failed.retryable or attempt + 1 >= retry.attempts:
@@ -205,6 +220,7 @@ async def call_structured(
             if clock is not None and not _cancelling():
                 clock.role = clock.model = ""
         reply.seconds, reply.attempts = time.monotonic() - started, attempt + 1
+        budget.spend(reply.input_tokens + reply.output_tokens, time.monotonic() - attempt_started)
         telemetry.llm_call(LlmCall(name, LlmOutcome.ok, time.monotonic() - attempt_started, reply.input_tokens,
                                    reply.output_tokens))
         if reply.error is not None:

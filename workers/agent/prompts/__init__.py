@@ -9,6 +9,7 @@ from workers.agent.prompts.navigator import navigator_system
 from workers.agent.prompts.planner import planner_system
 from workers.agent.prompts.replay import heal_plan
 from workers.agent.prompts.security import SECURITY_RULES
+from workers.agent.prompts.validator import validator_system
 
 __all__ = ["SECURITY_RULES", "extractor_system", "follow_up_task", "heal_plan", "horizon_system", "loop_nudge",
-           "memory_system", "navigator_system", "planner_system"]
+           "memory_system", "navigator_system", "planner_system", "validator_system"]

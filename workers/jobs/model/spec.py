@@ -89,6 +89,12 @@ class AgentOptions(BaseModel):
     max_failures: int | None = Field(None, ge=1, le=100)
     max_actions_per_step: int | None = Field(None, ge=1, le=50)
     max_input_tokens: int | None = Field(None, ge=1000)
+    max_tokens_total: int | None = Field(
+        None, ge=1000, le=1_000_000_000, description="Most LLM tokens (in and out, every call) this job may spend "
+        "before it ends llm_budget; at most BROWSERD_MAX_TOKENS_TOTAL.")
+    max_llm_seconds: float | None = Field(
+        None, gt=0, le=86_400, description="Most seconds this job may wait for model answers; the call under way "
+        "is stopped and the job ends llm_budget. At most BROWSERD_MAX_LLM_SECONDS where that is set.")
     strategy: Literal["planner_navigator", "rolling_horizon"] = Field(
         "planner_navigator", description="planner_navigator: Nanobrowser's loop; rolling_horizon: the planner "
         "plans the next `horizon` actions, run one per step, replanning at the end, on a failure or a page change.")

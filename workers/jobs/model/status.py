@@ -37,6 +37,7 @@ class FailureCategory(StrEnum):
     llm_bad_request = "llm_bad_request"
     llm_timeout = "llm_timeout"  # a step's model call was unanswered at the step's limit, max_failures times
     llm_truncated = "llm_truncated"  # the answers were cut at max_tokens, max_failures times
+    llm_budget = "llm_budget"  # the job spent its LLM tokens or seconds (max_tokens_total, max_llm_seconds)
     url_blocked = "url_blocked"
     dns_error = "dns_error"  # a host name that does not resolve: a typo, or a name only another network knows
     browser_crash = "browser_crash"

@@ -56,6 +56,19 @@ def max_steps_of(spec: JobSpec, settings: Settings) -> int:
     return spec.options.max_steps or settings.max_steps
 
 
+def check_llm_budget(spec: JobSpec, settings: Settings) -> None:
+    """A job may lower the operator's LLM budget, never raise it: asking for more is refused, not cut."""
+    options = spec.options
+    if (options.max_tokens_total is not None and settings.max_tokens_total is not None
+            and options.max_tokens_total > settings.max_tokens_total):
+        raise SpecError.at("options.max_tokens_total", f"at most {settings.max_tokens_total} here "
+                           "(BROWSERD_MAX_TOKENS_TOTAL)")
+    if (options.max_llm_seconds is not None and settings.max_llm_seconds is not None
+            and options.max_llm_seconds > settings.max_llm_seconds):
+        raise SpecError.at("options.max_llm_seconds", f"at most {settings.max_llm_seconds:g} seconds here "
+                           "(BROWSERD_MAX_LLM_SECONDS)")
+
+
 def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None) -> JobSpec:
     """What pydantic cannot check alone: the script's actions, the output schema (its bounds:
     ``SchemaTooComplex``; then jsonschema's own check), a timeout the
@@ -76,6 +89,7 @@ def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None
     if keep is not None and keep > settings.keep_session_max:
         raise SpecError.at("options.keep_session", f"at most {settings.keep_session_max:g} seconds here "
                            "(BROWSERD_KEEP_SESSION_MAX)")
+    check_llm_budget(spec, settings)
     if spec.script is not None:
         if len(spec.script) > settings.max_script_actions:
             raise SpecError.at("script", f"{len(spec.script)} actions; at most {settings.max_script_actions} "
