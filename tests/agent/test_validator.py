@@ -166,25 +166,6 @@ def test_a_task_that_only_acts_is_shown_by_its_actions() -> None:
     assert verdict.accepted and verdict.checks[-1] == "actions_ran"
 
 
-def test_a_task_naming_no_element_is_not_done_by_clicking_whatever_is_there() -> None:
-    """MiniWoB's multi-orderings (bench.honesty --all): the task names values, not elements; a click on
-    Submit with the boxes empty said done and was accepted. An action must bear on the task."""
-    task = "Search for drama movies directed by Smith from year 1999."
-    page = seen("Movie Search Genre Director Year Submit")
-
-    def on(tag: str, text: str = "", **params) -> ActionRecord:
-        name = "input_text" if "text" in params else "click_element"
-        return ActionRecord(name=name, params={"index": 1, **params}, locator=Locator(tag=tag, text=text))
-
-    wrong = judge(claim(task, "Done as asked.", actions=[on("div", "Submit")]), page)
-    assert not wrong.accepted and "no action that ran had to do with the task" in wrong.reason
-    honest = [on("input", text="drama"), on("input", text="Smith"), on("input", text="1999"), on("div", "Submit")]
-    verdict = judge(claim(task, "Searched.", actions=honest), page)
-    assert verdict.accepted and verdict.checks[-1] == "actions_ran"
-    button = judge(claim("Click the button.", "Clicked.", actions=[on("button", "Click Me!")]), seen("Click Me!"))
-    assert button.accepted  # the task names the kind of element: a <button> is one
-
-
 def test_evidence_in_any_shape_a_model_writes_it() -> None:
     """One string is one quote, null is none; anything else is an unusable answer, not a crash."""
     assert PlannerOutput.model_validate({"done": True, "evidence": "24.50 EUR"}).evidence == ["24.50 EUR"]

@@ -38,7 +38,7 @@ FINAL = {"succeeded", "failed", "cancelled"}
 SETTINGS = dict(
     job_timeout=20, visibility_timeout=30, max_attempts=3, metrics_port=0,
     reconcile_interval=2, stale_job_seconds=15, orphan_job_seconds=3,
-    max_request_bytes=65536, max_script_actions=50, max_result_bytes=4096, max_extract_chars=100,
+    max_request_bytes=65536, max_script_actions=50, max_result_bytes=4800, max_extract_chars=100,
     webhook_allowed_networks="127.0.0.1/32",  # the test receivers listen on loopback
 )
 
@@ -130,7 +130,7 @@ def test_a_running_job_whose_message_is_gone_is_sent_again_when_its_heartbeat_st
     deploy.redis.delete("unacked", "unacked_index")  # kombu's record of the delivered message: gone
     deploy.start_worker(3)
     done = deploy.wait_state(job_id, FINAL, timeout=90)  # stale after 15 s, then the reconciler's next pass
-    assert done["state"] == "succeeded" and done["result"]["final_answer"] == "resent", done
+    assert done["state"] == "succeeded" and done["result"]["final_answer"] == "resent", (done["error"], done["attempts"])
     assert done["attempts"] == 2, "the first attempt was declared lost, then the job ran once more"
 
 

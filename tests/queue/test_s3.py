@@ -48,9 +48,16 @@ def finished(s: Stack, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def objects(s3: S3Server, job_id: str) -> dict[str, bytes]:
-    """The job's objects in the bucket, by file name, read with a client of the test's own."""
+    """The job's objects in the bucket, by file name, read with a client of the test's own. An object
+    listed and then deleted before it is read (the reconciler deleting while we look) is gone."""
     fs = s3.filesystem()
-    return {key.rsplit("/", 1)[1]: fs.cat_file(key) for key in s3.keys(f"{PREFIX}/jobs/{job_id}")}
+    found = {}
+    for key in s3.keys(f"{PREFIX}/jobs/{job_id}"):
+        try:
+            found[key.rsplit("/", 1)[1]] = fs.cat_file(key)
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def test_steps_page_and_console_land_in_s3_and_the_api_serves_them(deploy: Stack, s3: S3Server,

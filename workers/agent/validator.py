@@ -189,10 +189,7 @@ def judge(claim: DoneClaim, seen: Sightings) -> Verdict:
                 return refuse("the task asks to act on the page, and no action ran; act first, or quote the "
                               "first page in evidence if the answer is already there")
             passed.append("answer_on_first_page")
-        elif not (wanted := targets(claim.task, seen)) and not related(claim.task, doing(claim.task, claim.actions)):
-            return refuse("no action that ran had to do with the task: none typed or chose what it says, or acted "
-                          "on an element it names")
-        elif not touched(wanted, doing(claim.task, claim.actions)):
+        elif not touched(targets(claim.task, seen), doing(claim.task, claim.actions)):
             return refuse("the task names what to act on, and no action that ran touched it")
         else:
             passed.append("actions_ran")
@@ -254,20 +251,6 @@ def touched(wanted: list[str], actions: list[ActionRecord]) -> bool:
             for norm in (normal(text), f" {text.strip().lower()} "):
                 if norm.strip() and any(t in norm or norm in t for t in wanted):
                     return True
-    return False
-
-
-def related(task: str, actions: list[ActionRecord]) -> bool:
-    """Whether an action had to do with a task that names no element of the page: it typed or chose
-    words or figures of the task, or acted on an element whose text, name, tag or role is a word of
-    the task ('Click the button': a <button>). Clicking whatever is there is no way of doing it."""
-    said = words(task) | numbers(task)
-    for record in actions:
-        texts = [str(v) for k, v in record.params.items() if k in ("text", "value", "option", "url", "query", "keys")]
-        if record.locator is not None:
-            texts += [record.locator.text, record.locator.name, record.locator.tag, record.locator.role or ""]
-        if not any(t.strip() for t in texts) or any((words(text) | numbers(text)) & said for text in texts):
-            return True  # (an action that recorded nothing of its element cannot be told apart: not held against it)
     return False
 
 
