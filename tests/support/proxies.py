@@ -16,13 +16,9 @@ import threading
 import time
 from collections.abc import Iterator
 
+from tests.support.redis_server import free_port
+
 USERNAME, PASSWORD = "crawler", "s3cret-proxy-pass"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ProxyProcess:

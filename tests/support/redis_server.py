@@ -4,6 +4,8 @@ an append-only file (``aof=True``, as in the compose file) so it can be restarte
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import shutil
 import socket
 import subprocess
@@ -14,10 +16,29 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 
+_XDIST = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... under pytest-xdist
+_SLICE = 4000  # ports per xdist worker, below the kernel's ephemeral range (32768-)
+_PICKS = itertools.count()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port free now on 127.0.0.1. Under pytest-xdist each worker picks from its own slice (gw0:
+    10000-13999, gw1: 14000-...): a port the kernel hands out (bind to 0) was taken by the other
+    worker's process between our check and our server's bind (an API failed 'address already in use')."""
+    if not _XDIST.startswith("gw"):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+    base = 10000 + int(_XDIST[2:]) * _SLICE
+    for _ in range(_SLICE):
+        port = base + next(_PICKS) % _SLICE
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {base}-{base + _SLICE - 1}")
 
 
 class RedisServer:
