@@ -27,7 +27,7 @@ from cdp.page import Dialog, EvaluationError, Page
 from cdp.pool import BrowserPool, PoolConfig, PoolEvent, PoolEventKind, PoolStats, RecycleReason
 from cdp.session import CDPSession
 from cdp.storage import OriginLog, read_state, write_state
-from cdp.upstream import UpstreamProxy
+from cdp.upstream import Fallback, UpstreamProxy
 
 __all__ = [
     "Browser", "BrowserGone", "Dialog", "Download", "DownloadLimits", "Downloads", "DownloadState",
@@ -36,7 +36,7 @@ __all__ = [
     "Connection", "EgressProxy", "EvaluationError", "Gate", "IsolationReport", "Lease", "NavigationError",
     "NetworkPolicy", "NetworkServiceRestarted",
     "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolEvent", "PoolEventKind", "PoolStats", "RecycleReason",
-    "TargetClosed", "TargetCrashed", "UpstreamProxy",
+    "TargetClosed", "TargetCrashed", "UpstreamProxy", "Fallback",
     "chrome_pids", "die_with_parent", "find_chrome", "launch_chrome", "process_tree", "read_state",
     "sweep_stale_profiles", "write_state",
 ]

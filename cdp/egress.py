@@ -29,7 +29,10 @@ unanswered, since any answer would be shown as the page); the reason is in the g
 always and the upstream proxy is asked for the judged address. The proxy's own address is judged
 by the job's *network* rule (a proxy on a private network must be opened like any private
 destination; the domain lists speak of destinations, not of the proxy), once per gate, and kept.
-A failure of the proxy itself is kept on the gate (``upstream_failure``): the job fails ``proxy_error``.
+A failure of the proxy itself is kept on the gate (``upstream_failure``): the job fails ``proxy_error``,
+unless the job's proxy comes from a pool, whose ``fallback`` gives the gate another proxy to dial
+through (``replace_failed``); a pool also moves the job to another proxy when a site blocks it
+(``switch_upstream``). Every destination is judged the same whichever proxy carries it.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from cdp.upstream import DestinationUnreachable, UpstreamFailure, UpstreamProxy
+from cdp.upstream import DestinationUnreachable, Fallback, UpstreamFailure, UpstreamProxy
 from config.hosts import canonical_host
 from config.logs import bind, current
 from config.networks import IPAddress, IPNetwork, closed_kind, networks, unmapped
@@ -62,6 +65,7 @@ HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 15.0
 MAX_HEAD = 64 * 1024
 CHUNK = 64 * 1024
+MAX_UPSTREAM_TRIES = 8  # dials of one connection through replacements of a failed upstream proxy
 _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization",
                          b"proxy-authenticate", b"te", b"trailer", b"upgrade"})
 
@@ -154,7 +158,9 @@ class Gate:
         self._tasks: set[asyncio.Task[None]] = set()
         self.upstream: UpstreamProxy | None = None
         self.upstream_failure: str | None = None  # the first failure of the upstream proxy itself
-        self._upstream_address: str | None = None
+        self._upstream_address: tuple[UpstreamProxy, str] | None = None  # the proxy's judged address, kept
+        self._fallback: Fallback | None = None
+        self._notices: deque[str] = deque(maxlen=20)  # for the agent: the proxy was switched
         self._log_fields: dict[str, object] = {}  # the holding job's log fields (job_id, attempt...)
 
     def __repr__(self) -> str:
@@ -165,14 +171,49 @@ class Gate:
         """What ``Target.createBrowserContext(proxyServer=…)`` is given."""
         return f"http://{self.proxy.host}:{self.port}"
 
-    def admit(self, rule: EgressRule, upstream: UpstreamProxy | None = None) -> None:
+    def admit(self, rule: EgressRule, upstream: UpstreamProxy | None = None, fallback: Fallback | None = None) -> None:
         """The rule of the job that now holds the context (until the gate closes), and the job's
-        own proxy, through which every allowed connection is then opened."""
+        own proxy, through which every allowed connection is then opened. ``fallback``: who to ask
+        for another proxy when that one fails (a pool), instead of failing the job at once."""
         self.rule = rule
         self.upstream, self.upstream_failure, self._upstream_address = upstream, None, None
+        self._fallback = fallback
+        self._notices.clear()
         # the job's fields, bound where it leased the context: the refusals logged later, from the
         # proxy's own tasks, carry its job_id and attempt as fields, not only in the message
         self._log_fields = current()
+
+    def switch_upstream(self, upstream: UpstreamProxy, notice: str, cut_after: float = 1.0) -> None:
+        """Go on through ``upstream`` (a pool's rotation): new connections dial it at once; those
+        already open (Chrome keeps tunnels alive and would reuse them through the old proxy) are cut
+        ``cut_after`` seconds later, once the answer that caused the switch has been read. ``notice``
+        is told to the agent (``new_notices``)."""
+        self.upstream, self._upstream_address = upstream, None
+        self._notices.append(notice)
+        before = list(self._tasks)
+        if before:
+            asyncio.get_running_loop().call_later(cut_after, lambda: [t.cancel() for t in before if not t.done()])
+
+    def new_notices(self) -> list[str]:
+        """What the gate did that the agent should know (a switch of proxy), since the last call."""
+        fresh = list(self._notices)
+        self._notices.clear()
+        return fresh
+
+    def replace_failed(self, failed: UpstreamProxy, failure: UpstreamFailure) -> bool:
+        """The proxy ``failed`` failed: whether to dial again (through its replacement, or through
+        the one another connection already switched to). Without one, the failure is the job's."""
+        if self.upstream is not failed:
+            return self.upstream is not None
+        replacement = self._fallback(failed, failure.reason) if self._fallback is not None else None
+        if replacement is None:
+            self.upstream_failed(failure)
+            return False
+        self.upstream, self._upstream_address = replacement, None
+        with bind(**self._log_fields):
+            log.warning("egress gate %s: upstream %s failed (%s); going on through %s", self.port, failed.display,
+                        failure.reason, replacement.display)
+        return True
 
     def upstream_failed(self, failure: UpstreamFailure) -> None:
         if self.upstream_failure is None:
@@ -378,15 +419,20 @@ class EgressProxy:
         """Open the outbound connection to the address that was judged (never re-resolved), through
         the job's upstream proxy when it has one."""
         assert decision.address is not None
-        if gate.upstream is not None:
+        for _ in range(MAX_UPSTREAM_TRIES):
+            upstream = gate.upstream
+            if upstream is None:
+                break
             try:
-                proxy_address = await self._upstream_address(gate, gate.upstream)
-                return await gate.upstream.open(decision.address, proxy_address, decision.port)
+                proxy_address = await self._upstream_address(gate, upstream)
+                return await upstream.open(decision.address, proxy_address, decision.port)
             except UpstreamFailure as exc:
-                gate.upstream_failed(exc)
-                raise BadRequest(502, str(exc)) from exc
+                if not gate.replace_failed(upstream, exc):
+                    raise BadRequest(502, str(exc)) from exc
             except DestinationUnreachable as exc:
                 raise BadRequest(502, str(exc)) from exc
+        else:
+            raise BadRequest(502, f"no upstream proxy could open {decision.host}:{decision.port}")
         try:
             return await asyncio.wait_for(asyncio.open_connection(decision.address, decision.port), CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as exc:
@@ -394,8 +440,8 @@ class EgressProxy:
 
     async def _upstream_address(self, gate: Gate, upstream: UpstreamProxy) -> str:
         """The proxy's address, judged once per gate by the job's network rule (and kept: no rebinding)."""
-        if gate._upstream_address is not None:
-            return gate._upstream_address
+        if gate._upstream_address is not None and gate._upstream_address[0] is upstream:
+            return gate._upstream_address[1]
         try:
             addresses = await self.resolve(upstream.host.lower(), upstream.port)
         except OSError as exc:
@@ -405,8 +451,9 @@ class EgressProxy:
             refusal = ("it is browserd's egress proxy" if self._is_own_port(address, upstream.port)
                        else gate.rule.address_refusal(address))
             if refusal is None:
-                gate._upstream_address = str(address)
-                return gate._upstream_address
+                if gate.upstream is upstream:
+                    gate._upstream_address = (upstream, str(address))
+                return str(address)
         raise UpstreamFailure(upstream, f"its address is refused by the job's network policy: {refusal}")
 
     async def _tunnel(self, gate: Gate, head: _Head, reader: asyncio.StreamReader,

@@ -17,6 +17,7 @@ import asyncio
 import base64
 import ipaddress
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 CONNECT_TIMEOUT = 15.0
@@ -28,6 +29,9 @@ _SOCKS_REPLIES = {1: "general failure", 2: "not allowed by its rules", 3: "netwo
                   8: "address type not supported"}
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Fallback = Callable[["UpstreamProxy", str], "UpstreamProxy | None"]
+"""What a gate asks when its upstream proxy failed (``reason``): the proxy to go on through (a pool's
+next one), or None when there is none (the job then fails ``proxy_error``)."""
 
 
 class UpstreamFailure(Exception):
@@ -51,9 +55,12 @@ class UpstreamProxy:
     port: int
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    label: str | None = None  # a pool's proxy: how messages and logs name it (no address, no username)
 
     @property
     def display(self) -> str:
+        if self.label is not None:
+            return self.label
         who = f"{self.username}:***@" if self.username else ""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{who}{host}:{self.port}"

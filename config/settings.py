@@ -30,6 +30,7 @@ from config.isolation import CHROME_USER
 from config.masking import MASK, mask_url
 from config.messages import error_message
 from config.networks import parse_networks
+from config.proxy_pools import ProxyPool, check_pool_names, describe_pools
 from config.redis_url import parse_redis_url
 
 ENV_PREFIX = "BROWSERD_"
@@ -417,6 +418,15 @@ class Settings(BaseSettings):
         description="Private networks every job may reach (comma-separated CIDRs, e.g. 10.1.0.0/16,127.0.0.1/32); "
         "also the most a job's or session's allowed_networks may name (unless BROWSERD_ALLOW_PRIVATE_NETWORKS).",
     )
+    proxy_pools: dict[str, ProxyPool] = Field(
+        default_factory=dict,
+        description="Named pools of upstream proxies a job may name (proxy_pool), as JSON: "
+        '{"name": {"proxies": [{"server": "socks5://host:1080", "username": "u", "password": "p", "label": "a"}], '
+        '"max_rotations": 3, "cooldown": 60}}. A job keeps one proxy for its life and moves to another of the pool '
+        "when a page answers 403/429 or the agent reports blocked_by_site (at most max_rotations times); a proxy that "
+        "fails is left out for cooldown seconds. A tenant may name only the pools the operator grants it "
+        "(tenant proxy_pools). Set it for the API and the workers.",
+    )
     search_url: str = Field(
         "https://www.google.com/search?q={query}", description="URL template of the search action."
     )
@@ -472,6 +482,11 @@ class Settings(BaseSettings):
             if not url.startswith(("ws://", "wss://", "http://", "https://")):
                 raise ValueError(f"{url!r} is not a ws:// or http://host:port endpoint")
         return value
+
+    @field_validator("proxy_pools")
+    @classmethod
+    def _pools(cls, value: dict[str, ProxyPool]) -> dict[str, ProxyPool]:
+        return check_pool_names(value)
 
     @field_validator("allowed_domains", "denied_domains")
     @classmethod
@@ -551,6 +566,8 @@ class Settings(BaseSettings):
             value = getattr(self, name)
             if isinstance(value, SecretStr):
                 value = MASK if value.get_secret_value() else ""
+            elif name == "proxy_pools":
+                value = describe_pools(value)  # names and labels: a pool's credentials are never shown
             elif value is not None and not isinstance(value, (str, int, float, bool, list)):
                 value = str(value)
             if isinstance(value, str):
@@ -578,6 +595,8 @@ def load_settings(**overrides: Any) -> Settings:
             field = str(err["loc"][0]) if err["loc"] else "?"
             given = err.get("input")
             given = mask_url(given) if isinstance(given, str) else given  # a URL's password is never shown
+            if field == "proxy_pools" and not isinstance(given, (int, float)):
+                given = "(hidden: it may hold a proxy's credentials)"
             lines.append(f"{env_name(field)}={given!r}: {error_message(err)}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
 

@@ -18,6 +18,7 @@ and the bad ``fields``), ``ApiUnreachable`` when it could not be reached at all.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -29,7 +30,8 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
 
 from config import Settings, load_settings
 from workers.jobs.batches.models import BatchRecord, ResultLine
@@ -37,6 +39,7 @@ from workers.jobs.crawls.models import CrawlLine, CrawlRecord, CrawlSpec
 from workers.jobs.model.record import EventType, FollowUpAccepted, JobEvent, JobPage, JobRecord, SubmittedJob
 from workers.jobs.model.browsing import Viewport
 from workers.jobs.model.result import ArtifactLink
+from workers.jobs.model.spec import MAX_INPUT_FILE_BYTES, InputFile
 from workers.jobs.model.status import FINAL_STATES
 from workers.jobs.profiles.models import ProfileInfo, StorageState
 from workers.jobs.recipes.models import RecipeInfo
@@ -136,7 +139,43 @@ def refused(response: httpx.Response, raw: bytes) -> RequestRefused:
 
 
 def _spec(value: BaseModel | dict[str, Any]) -> dict[str, Any]:
-    return value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
+    """The body a model stands for, its secrets in clear (a ``JobSpec``'s ``secrets``, ``totp``, a
+    proxy's password): pydantic's JSON dump would send them as asterisks, which the API would take
+    as the values."""
+    if not isinstance(value, BaseModel):
+        return value
+    return to_jsonable_python(_revealed(value.model_dump(exclude_none=True)))
+
+
+def _revealed(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, dict):
+        return {k: _revealed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_revealed(v) for v in value]
+    return value
+
+
+def input_file(path: str | Path, name: str | None = None) -> InputFile:
+    """A file to send with a job (``JobSpec.input_files``; its ``upload_file`` action names it by
+    ``name``, the file's own name by default), read from ``path`` here. ``ValueError`` names what is
+    wrong before anything is sent: a path that is not a readable file, a file over the size one
+    input file may have (``MAX_INPUT_FILE_BYTES``), a name that is not a plain file name."""
+    source = Path(path)
+    if not source.is_file():
+        raise ValueError(f"{source}: no such file")
+    size = source.stat().st_size
+    if size > MAX_INPUT_FILE_BYTES:
+        raise ValueError(f"{source}: {size} bytes; an input file may have at most {MAX_INPUT_FILE_BYTES >> 20} MiB")
+    try:
+        content = source.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{source}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        return InputFile(name=name or source.name, content_base64=base64.b64encode(content).decode())
+    except ValidationError as exc:
+        raise ValueError(f"{source}: {exc.errors()[0]['msg']}") from None
 
 
 class Calls:

@@ -21,7 +21,8 @@ from workers.jobs.specs.checks import check_spec, problems_of
 
 TEXT_FIELDS = ("kind", "task", "script", "start_url", "output_schema", "allowed_domains", "denied_domains",
                "options.max_steps", "options.planning_interval", "options.max_failures", "timeout", "priority",
-               "labels", "idempotency_key")
+               "labels", "idempotency_key", "secrets", "proxy_pool")
+TOTP_PREFIX = "totp:"  # a secret written NAME=totp:BASE32 is a second factor (the CLI's --secret says it alike)
 INT_OPTIONS = ("options.max_steps", "options.planning_interval", "options.max_failures")
 
 
@@ -82,6 +83,19 @@ def _labels(form: SubmitForm) -> dict[str, str]:
     return labels
 
 
+def _secrets(form: SubmitForm, body: dict[str, Any]) -> None:
+    """``NAME=VALUE`` lines: the job's secrets; ``NAME=totp:BASE32``: its second factors."""
+    for number, line in enumerate(form.values.get("secrets", "").splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = line.strip().partition("=")
+        if not sep or not name.strip() or not value:
+            form.error("secrets", f"line {number} is not NAME=VALUE")  # never its text: it may be the value
+            continue
+        kind = "totp" if value.startswith(TOTP_PREFIX) else "secrets"
+        body.setdefault(kind, {})[name.strip()] = value[len(TOTP_PREFIX):] if kind == "totp" else value
+
+
 def _domains(text: str) -> list[str]:
     return [d.strip() for d in text.replace("\n", ",").split(",") if d.strip()]
 
@@ -115,6 +129,9 @@ def spec_body(form: SubmitForm) -> dict[str, Any]:
         except ValueError:
             form.error("timeout", f"{v['timeout']!r} is not a number of seconds")
     body["labels"] = _labels(form)
+    _secrets(form, body)
+    if v.get("proxy_pool"):
+        body["proxy_pool"] = v["proxy_pool"]
     return body
 
 

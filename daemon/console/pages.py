@@ -271,7 +271,8 @@ async def _steer(request: Request, job_id: str, action: Callable[[JobStore, str]
 
 @router.get("/submit", response_class=HTMLResponse)
 async def submit_page(request: Request, session: Viewer) -> Response:
-    return render(request, "submit.html", {"form": SubmitForm.empty()}, csrf=session.csrf)
+    pools = sorted(settings_of(request).proxy_pools)
+    return render(request, "submit.html", {"form": SubmitForm.empty(), "proxy_pools": pools}, csrf=session.csrf)
 
 
 @router.post("/submit", response_class=HTMLResponse)
@@ -280,7 +281,8 @@ async def submit(request: Request, session: Actor) -> Response:
     settings = settings_of(request)
     spec = to_spec(form, settings)
     if spec is None:
-        return render(request, "submit.html", {"form": form}, csrf=session.csrf, status=422)
+        return render(request, "submit.html", {"form": form, "proxy_pools": sorted(settings.proxy_pools)},
+                      csrf=session.csrf, status=422)
     job_id = (await submit_job(store_of(request), spec, settings)).job_id
     return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
 

@@ -24,6 +24,7 @@ from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
 from workers.jobs.batches.models import BatchState
 from workers.jobs.model.record import EventType
+from workers.jobs.model.spec import MAX_INPUT_FILES, InputFile
 from workers.jobs.model.status import FINAL_STATES, JobStatus
 
 POLL_SECONDS = 0.5
@@ -50,12 +51,22 @@ Networks = Annotated[list[str] | None, Field(description=(
     "Private networks the job may reach (CIDRs, e.g. '127.0.0.1/32', '10.1.0.0/16'); closed unless opened here "
     "or by the server."))]
 
+Secrets = Annotated[dict[str, str] | None, Field(description=(
+    "Values the job may type without the model seeing them: the model writes <secret>name</secret> and the browser "
+    "gets the value. Stored encrypted by the server."))]
+Totp = Annotated[dict[str, str] | None, Field(description=(
+    "Second factors by name: base32 TOTP seeds; <secret>name</secret> types the current 6-digit code."))]
+InputFiles = Annotated[list[InputFile] | None, Field(max_length=MAX_INPUT_FILES, description=(
+    "Files the job may upload into the pages' file inputs (its upload_file action names them): each a name and "
+    "content_base64 (or an artifact of another job of yours)."))]
+ProxyPool = Annotated[str | None, Field(description="One of the server's proxy pools (its operator names them).")]
+
 
 Priority = Literal["high", "normal", "low"] | None
 WaitSeconds = Annotated[float, Field(gt=0, le=86_400, description=(
     "Stop waiting after this long (the job goes on; follow it with get_job)."))]
 SPEC_FIELDS = ("task", "script", "start_url", "output_schema", "timeout", "labels", "allowed_domains", "denied_domains",
-               "allowed_networks", "priority")
+               "allowed_networks", "priority", "secrets", "totp", "input_files", "proxy_pool")
 """The tools' arguments that are ``JobSpec`` fields as they are (``max_steps`` goes in its options)."""
 
 
@@ -71,6 +82,10 @@ class RunTaskArgs(BaseModel):
     allowed_domains: Domains = None
     denied_domains: Denied = None
     allowed_networks: Networks = None
+    secrets: Secrets = None
+    totp: Totp = None
+    input_files: InputFiles = None
+    proxy_pool: ProxyPool = None
     wait_seconds: WaitSeconds = DEFAULT_WAIT
 
 
@@ -89,6 +104,10 @@ class SubmitJobArgs(BaseModel):
     allowed_domains: Domains = None
     denied_domains: Denied = None
     allowed_networks: Networks = None
+    secrets: Secrets = None
+    totp: Totp = None
+    input_files: InputFiles = None
+    proxy_pool: ProxyPool = None
     priority: Priority = None
 
 

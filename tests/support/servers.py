@@ -27,10 +27,10 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 class StaticServer:
-    """Serves one directory; ``url(path)`` builds an address on it."""
+    """Serves one directory (or answers with ``handler``, a test's own); ``url(path)`` builds an address on it."""
 
-    def __init__(self, root: Path) -> None:
-        handler = functools.partial(_QuietHandler, directory=str(root))
+    def __init__(self, root: Path | None = None, handler: Any = None) -> None:
+        handler = handler or functools.partial(_QuietHandler, directory=str(root))
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]

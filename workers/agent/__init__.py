@@ -35,6 +35,7 @@ from workers.agent.errors import (
 from workers.agent.events import Actor, AgentEvent, ExecutionState, OnEvent
 from workers.agent.firewall import UrlPolicy
 from workers.agent.job import JobInputs, JobSession, replay_spec
+from workers.agent.proxies import BlockReason, ProxyRotation
 from workers.agent.llm import Llms, RetryPolicy
 from workers.agent.pacing import NavigationGate, OpenGate
 from workers.agent.profiles import ProfileIO
@@ -43,7 +44,7 @@ from workers.agent.session import SessionBrowser
 
 __all__ = [
     "ACTIONS", "ActionError", "Actor", "AgentEvent", "ExecutionState", "OnEvent", "AgentError", "Cancelled", "ElementGone",
-    "ElementNotFound", "InvalidOutput", "JobInputs", "JobSession", "JobTimeout",
+    "ElementNotFound", "InvalidOutput", "JobInputs", "BlockReason", "ProxyRotation", "JobSession", "JobTimeout",
     "LLMAuthError", "LLMBadRequestError", "LLMError", "LLMForbiddenError", "LLMOutputError", "LLMProviderError", "Llms",
     "MaxFailuresReached", "MaxStepsReached", "NavigationGate", "OpenGate", "ProfileIO", "ProxyFailed", "RetryPolicy",
     "SessionBrowser", "StepTimeout", "URLBlocked", "UrlPolicy", "provider_class", "replay_spec",

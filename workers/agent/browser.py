@@ -259,6 +259,8 @@ class AgentBrowser:
             for tab, reason in closed:
                 events.notes.append(f"browserd closed tab {tab}: {reason}")
             events.notes.append(f"the current tab is {self.tab_id(self.page)} ({await self.page.url()})")
+        if self.lease.egress is not None:
+            events.notes += self.lease.egress.new_notices()  # the job's proxy was switched (a pool)
         return events
 
     async def document(self, max_chars: int) -> Document | None:

@@ -15,6 +15,7 @@ from workers.agent.findings import Findings
 from workers.agent.llm import Llms
 from workers.agent.outcome import Outcome
 from workers.agent.pause import PauseGate
+from workers.agent.proxies import ProxyRotation
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import Telemetry
 from workers.agent.uploads import Uploads
@@ -66,6 +67,7 @@ class JobContext:
     pause: PauseGate = field(default_factory=PauseGate)
     task_text: str | None = None  # the task of the current run: a follow-up's, or None for the spec's
     uploads: Uploads | None = None  # the job's input files on disk: the only files upload_file can set
+    proxies: ProxyRotation | None = None  # the job's proxy pool: a blocked_by_site moves it to another proxy
 
     @property
     def task(self) -> str:

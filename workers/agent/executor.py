@@ -32,6 +32,7 @@ from workers.agent.errors import (
 from workers.agent.events import Actor, ExecutionState
 from workers.agent.llm import Answer, LLMReply
 from workers.agent.loops import LoopVerdict, LoopWatch, actions_fingerprint
+from workers.agent.proxies import BlockReason
 from workers.agent.memory import summarize
 from workers.agent.messages import MessageManager
 from workers.agent.navigator import (
@@ -346,6 +347,9 @@ class AgentLoop:
             return False
         ctx.final_answer = output.final_answer or ctx.final_answer
         outcome = self._outcome(output)
+        if outcome is Outcome.blocked_by_site and ctx.proxies is not None and ctx.proxies.blocked(BlockReason.blocked_by_site):
+            ctx.outcome = None  # the pool moved the job to another proxy: it tries again (the gate's notice says so)
+            return False
         if outcome is not Outcome.complete:
             raise TaskNotDone(outcome, EXPLANATIONS[outcome], ctx.final_answer or "")
         return True

@@ -46,6 +46,7 @@ from workers.agent.messages import MessageManager
 from workers.agent.pacing import NavigationGate, OpenGate
 from workers.agent.pause import PauseGate
 from workers.agent.profiles import JobProfiles, ProfileIO, ProfileUnavailable
+from workers.agent.proxies import ProxyRotation
 from workers.agent.recorder import OnStep, StepLog
 from workers.agent.replay import run_replay
 from workers.agent.script import run_script
@@ -93,6 +94,7 @@ class JobInputs:
     profiles: ProfileIO | None = None
     artifacts: JobArtifacts | None = None
     replay: ReplayPlan | None = None
+    proxies: ProxyRotation | None = None  # the job's proxy pool (proxy_pool), instead of its own proxy
 
 
 class JobSession:
@@ -193,6 +195,7 @@ class JobSession:
         await self.profiles.load()
         ctx = await _open(self, self._upstream())
         ctx.events, ctx.secrets, ctx.pause, ctx.artifacts = events, self.hidden, self.pause, self.recorder
+        ctx.proxies = inputs.proxies
         if inputs.files:
             self.uploads = await asyncio.to_thread(Uploads.write, inputs.files, self.lease.downloads.owner)
             ctx.uploads = self.uploads
@@ -202,6 +205,8 @@ class JobSession:
     def _upstream(self) -> cdp.UpstreamProxy | None:
         """The job's own proxy, its password opened (it goes to the egress gate, nowhere else): its
         own, or the job's secret that ``password_secret`` names."""
+        if self.inputs.proxies is not None:
+            return self.inputs.proxies.first()
         proxy = self.spec.proxy
         if proxy is None:
             return None
@@ -238,7 +243,7 @@ async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobC
     spec, lease, config = session.spec, session.lease, session.config
     policy = admit_egress(lease, config.egress, allowed_domains=spec.allowed_domains,
                           denied_domains=spec.denied_domains, allowed_networks=spec.allowed_networks,
-                          upstream=upstream)
+                          upstream=upstream, fallback=session.inputs.proxies.replace if session.inputs.proxies else None)
     expansion = spec.options.viewport_expansion
     downloads = config.downloads
     limits = cdp.DownloadLimits(folder=session.folder if downloads.max_files else None,

@@ -172,6 +172,19 @@ RECONCILED = Counter("browserd_reconciler_jobs", "Jobs the reconciler sent again
                      "broker).", ["action"])
 ABANDONED = Counter("browserd_jobs_abandoned", "Jobs a worker abandoned at their hard time limit (their run ignored "
                     "its cancel); the reconciler settles them.")
+PROXY_REASONS = ("http_403", "http_429", "blocked_by_site", "proxy_failed")  # why a job left a pool's proxy
+PROXY_JOBS = Counter("browserd_proxy_jobs", "Times a job took a proxy of a pool (its first, or after a move), by "
+                     "pool and proxy (its label: never its address or credentials).", ["pool", "proxy"])
+PROXY_PAGES = Counter("browserd_proxy_pages", "Pages (main-frame documents) answered through a pool's proxy, by pool "
+                      "and proxy: the block rate's denominator.", ["pool", "proxy"])
+PROXY_BLOCKS = Counter("browserd_proxy_blocks", "Pages a site refused through a pool's proxy (http_403, http_429) and "
+                       "jobs that reported blocked_by_site on it, by pool, proxy and reason.", ["pool", "proxy", "reason"])
+PROXY_FAILURES = Counter("browserd_proxy_failures", "Times a pool's proxy itself failed (unreachable, credentials "
+                         "refused, no proxy protocol); it is then cooled down.", ["pool", "proxy"])
+PROXY_ROTATIONS = Counter("browserd_proxy_rotations", "Moves of a job to another proxy of its pool, by pool and reason "
+                          "(http_403, http_429, blocked_by_site, proxy_failed).", ["pool", "reason"])
+PROXY_COOLED = Gauge("browserd_proxy_cooled_down", "1 while a pool's proxy is left out after a failure (this "
+                     "process's view), else 0.", ["pool", "proxy"])
 WORKER_SLOTS = Gauge("browserd_worker_slots", "Jobs this worker can run at once (its concurrency).")
 WORKER_RUNNING = Gauge("browserd_worker_jobs_running", "Jobs this worker runs now (over browserd_worker_slots: "
                        "its saturation).")
@@ -180,7 +193,7 @@ EVENT_METRICS = (BUILD_INFO, JOBS_TOTAL, TENANT_JOBS, JOB_DURATION, QUEUE_WAIT, 
                  BATCHES_SUBMITTED, BATCHES_COMPLETED, SCHEDULE_RUNS, API_REQUESTS, API_LATENCY, SESSION_COMMANDS,
                  SESSIONS_ENDED, POLITENESS_WAIT, POLITENESS_WAITING, REPLAY_STEPS, TOKENS_SAVED, CRAWL_PAGES,
                  CRAWL_SKIPPED, POLITENESS_BACKOFFS, SCHEDULE_CHANGES, RECONCILED, ABANDONED, WORKER_SLOTS,
-                 WORKER_RUNNING)
+                 WORKER_RUNNING, PROXY_JOBS, PROXY_PAGES, PROXY_BLOCKS, PROXY_FAILURES, PROXY_ROTATIONS, PROXY_COOLED)
 
 
 def _version() -> str:
@@ -360,6 +373,51 @@ def observe_backoff(reason: str) -> None:
     if reason not in BACKOFF_REASONS:
         raise ValueError(f"{reason!r} is not one of {BACKOFF_REASONS}")
     POLITENESS_BACKOFFS.labels(reason).inc()
+
+
+def init_proxy_series(pools: dict[str, list[str]]) -> None:
+    """Every pool's proxies (by label) at zero, so block rates and the dashboard have series from the start."""
+    for pool, labels in pools.items():
+        for reason in PROXY_REASONS:
+            PROXY_ROTATIONS.labels(pool, reason)
+        for proxy in labels:
+            PROXY_JOBS.labels(pool, proxy)
+            PROXY_PAGES.labels(pool, proxy)
+            PROXY_FAILURES.labels(pool, proxy)
+            PROXY_COOLED.labels(pool, proxy).set(0)
+            for reason in PROXY_REASONS[:3]:
+                PROXY_BLOCKS.labels(pool, proxy, reason)
+
+
+def observe_proxy_taken(pool: str, proxy: str) -> None:
+    PROXY_JOBS.labels(pool, proxy).inc()
+
+
+def observe_proxy_page(pool: str, proxy: str, blocked: str | None) -> None:
+    """A page answered through a pool's proxy; ``blocked``: its reason when the site refused it."""
+    PROXY_PAGES.labels(pool, proxy).inc()
+    if blocked is not None:
+        observe_proxy_block(pool, proxy, blocked)
+
+
+def observe_proxy_block(pool: str, proxy: str, reason: str) -> None:
+    if reason not in PROXY_REASONS[:3]:
+        raise ValueError(f"{reason!r} is not one of {PROXY_REASONS[:3]}")
+    PROXY_BLOCKS.labels(pool, proxy, reason).inc()
+
+
+def observe_proxy_failure(pool: str, proxy: str) -> None:
+    PROXY_FAILURES.labels(pool, proxy).inc()
+
+
+def observe_proxy_rotation(pool: str, reason: str) -> None:
+    if reason not in PROXY_REASONS:
+        raise ValueError(f"{reason!r} is not one of {PROXY_REASONS}")
+    PROXY_ROTATIONS.labels(pool, reason).inc()
+
+
+def observe_proxy_cooled(pool: str, proxy: str, cooled: bool) -> None:
+    PROXY_COOLED.labels(pool, proxy).set(1 if cooled else 0)
 
 
 def observe_changes(added: int, changed: int, removed: int) -> None:

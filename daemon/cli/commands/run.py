@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from config import load_settings, setup_logging
 from daemon.cli.access import access_fields, add_access_flags
+from daemon.cli.job_inputs import add_input_flags, input_fields
 from daemon.cli.output import EXIT_FAILED, EXIT_USAGE, UsageError, cost_line, json_argument
 from workers.jobs.errors import SpecError
 from workers.jobs.model.actions import validate_script
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output-schema", metavar="FILE_OR_JSON",
                    help="JSON schema the job's data must satisfy: a file, or the JSON itself")
     add_access_flags(p)
+    add_input_flags(p)
     p.add_argument("--max-steps", type=int, help="agent steps before giving up")
     p.add_argument("--timeout", type=float, help="wall-clock limit of the job in seconds")
     p.add_argument("--profile", metavar="NAME", help="start from this stored auth profile (needs BROWSERD_REDIS_URL)")
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
-    fields: dict[str, Any] = access_fields(args)
+    fields: dict[str, Any] = {**access_fields(args), **input_fields(args, "run")}
     if args.script:
         try:
             fields["script"] = validate_script(json.loads(args.script.read_text()))

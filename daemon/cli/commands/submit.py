@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.cli.access import access_fields, add_access_flags
+from daemon.cli.job_inputs import add_input_flags, input_fields
 from daemon.cli.output import (
     UsageError,
     api_command,
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recipe", metavar="NAME", help="replay a saved recipe instead of a TASK (browserd recipe save)")
     p.add_argument("--param", action="append", default=None, metavar="NAME=VALUE", help="a recipe parameter (repeat)")
     add_access_flags(p)
+    add_input_flags(p)
     p.add_argument("--wait", action="store_true", help="follow the job's events until it finishes")
     p.add_argument("--json", action="store_true", help="print the job as JSON")
     p.set_defaults(handler=run)
@@ -86,6 +88,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     if args.start_url:
         spec["start_url"] = args.start_url
     spec.update(access_fields(args))
+    spec.update(input_fields(args, "submit"))
     if args.output_schema is not None:
         spec["output_schema"] = json_argument("--output-schema", args.output_schema)
     options = {name: value for name, value in (("max_steps", args.max_steps), ("keep_session", args.keep_session))

@@ -50,6 +50,8 @@ def _limit_flags(p: argparse.ArgumentParser) -> None:
                    help="a domain its jobs may visit (repeat; default any)")
     p.add_argument("--max-steps", type=int, help="most agent steps one job may ask for")
     p.add_argument("--timeout", type=float, help="most seconds one job may run")
+    p.add_argument("--proxy-pool", action="append", default=[], metavar="NAME",
+                   help="one of BROWSERD_PROXY_POOLS its jobs may name (repeat; default none)")
     for flag, text in QUOTA_FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", type=int, metavar="N", help=text)
     p.add_argument("--max-cost-usd-per-day", type=float, metavar="USD",
@@ -69,6 +71,7 @@ QUOTA_FLAGS = {  # TenantLimits' quota fields: --max-running ...
 def _limits(args: argparse.Namespace) -> TenantLimits:
     return TenantLimits(allowed_networks=args.network, allowed_domains=args.domain, max_steps=args.max_steps,
                         timeout=args.timeout, max_cost_usd_per_day=args.max_cost_usd_per_day,
+                        proxy_pools=args.proxy_pool,
                         **{name: getattr(args, name) for name in QUOTA_FLAGS})
 
 
@@ -78,6 +81,7 @@ def _line(t: TenantInfo) -> str:
              f"domains {','.join(limits.allowed_domains) if limits.allowed_domains is not None else 'any'}"]
     parts += [f"max_steps {limits.max_steps}"] if limits.max_steps is not None else []
     parts += [f"timeout {limits.timeout:g}s"] if limits.timeout is not None else []
+    parts += [f"proxy_pools {','.join(limits.proxy_pools)}"] if limits.proxy_pools else []
     parts += [f"{name} {getattr(limits, name)}" for name in QUOTA_FLAGS if getattr(limits, name) is not None]
     parts += [f"max_cost_usd_per_day {limits.max_cost_usd_per_day:g}"] if limits.max_cost_usd_per_day is not None else []
     return f"{t.name}  key {t.key_id}  {'REVOKED  ' if t.revoked else ''}{'  '.join(parts)}"

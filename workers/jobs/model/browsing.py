@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator, model_validator
 
 from config.hosts import normalise_entries
+from config.proxy_pools import ProxyAddress
 
 ProxyScheme = Literal["http", "https", "socks5"]
-PROXY_DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443, "socks5": 1080}
 ResourceKind = Literal["images", "media", "fonts"]
 MAX_HEADERS = 50
 MAX_HEADER_VALUE = 8192
@@ -37,35 +37,14 @@ SecretName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,
 UserAgent = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
-class ProxySettings(BaseModel):
+class ProxySettings(ProxyAddress):
     """A job's upstream proxy (Playwright's shape): ``{"server": "socks5://host:1080", "username", "password"}``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    server: str = Field(description="http://, https:// or socks5:// host[:port] of the proxy (no credentials in it).")
-    username: str | None = Field(None, min_length=1, max_length=255)
     password: SecretStr | None = Field(None, description="Stored encrypted (BROWSERD_SECRETS_KEY); shown masked.")
     sealed_password: str | None = Field(None, description="Set by browserd: the password, encrypted.")
     password_secret: SecretName | None = Field(
         None, description="Name of one of the job's secrets (its own, or its credential set's) holding the password: "
         "how a schedule, which keeps its template as written, uses a proxy that needs one.")
-
-    @field_validator("server")
-    @classmethod
-    def _server(cls, value: str) -> str:
-        parts = urlsplit(value.strip())
-        if parts.scheme not in PROXY_DEFAULT_PORTS:
-            raise ValueError("give the proxy as http://host:port, https://host:port or socks5://host:port")
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("give the proxy's credentials in 'username' and 'password', not in the address")
-        try:
-            port = parts.port
-        except ValueError:
-            raise ValueError("the proxy's port must be a number from 1 to 65535") from None
-        if not parts.hostname or parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise ValueError("a proxy address is scheme://host[:port], nothing more")
-        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-        return f"{parts.scheme}://{host}:{port or PROXY_DEFAULT_PORTS[parts.scheme]}"
 
     @field_validator("password")
     @classmethod
@@ -82,18 +61,6 @@ class ProxySettings(BaseModel):
         if given and self.password_secret is not None:
             raise ValueError("give the proxy's password in 'password' or name a secret in 'password_secret', not both")
         return self
-
-    @property
-    def scheme(self) -> str:
-        return urlsplit(self.server).scheme
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.server).hostname or ""
-
-    @property
-    def port(self) -> int:
-        return urlsplit(self.server).port or PROXY_DEFAULT_PORTS[self.scheme]
 
 
 # The one type of a requested tab size, for jobs and interactive sessions alike (what a capture

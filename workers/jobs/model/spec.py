@@ -24,6 +24,7 @@ from pydantic import (
 
 from config import OutputMethod, ReasoningEffort
 from config.networks import parse_networks
+from config.proxy_pools import PoolName
 from workers.jobs.model.browsing import (
     Geolocation,
     ProxySettings,
@@ -325,6 +326,10 @@ class JobSpec(BaseModel):
         "(created or replaced; last writer wins, each save bumps the profile's version).")
     proxy: ProxySettings | None = Field(
         None, description="The job's own upstream proxy; browserd's egress policy still applies to every destination.")
+    proxy_pool: PoolName | None = Field(
+        None, description="Name of one of the operator's proxy pools (BROWSERD_PROXY_POOLS) instead of a 'proxy': the "
+        "job keeps one of its proxies and moves to another when a page answers 403/429 or the agent reports "
+        "blocked_by_site. A tenant may name only the pools the operator grants it.")
     extra_http_headers: dict[str, str] = Field(
         default_factory=dict, description="Headers sent with every request of the job's pages (shown in the record).")
     user_agent: UserAgent | None = Field(None, description="The User-Agent header and navigator.userAgent.")
@@ -358,6 +363,8 @@ class JobSpec(BaseModel):
             raise ValueError("input_files: each file's name once (the model names them by it)")
         if sum(decoded_size(f.content_base64) for f in self.input_files if f.content_base64) > MAX_INPUT_BYTES:
             raise ValueError(f"input_files: more than {MAX_INPUT_BYTES >> 20} MiB together")
+        if self.proxy is not None and self.proxy_pool is not None:
+            raise ValueError("give the job's own 'proxy' or a 'proxy_pool', not both")
         if both := sorted(set(self.secrets) & set(self.totp)):
             raise ValueError(f"totp: {', '.join(both)} named in 'secrets' too: one name, one value")
         return self

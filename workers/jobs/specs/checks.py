@@ -26,7 +26,13 @@ from workers.jobs.secrets.sealing import seal_spec
 from workers.jobs.specs.batch_body import BatchRequest, merged
 from workers.jobs.specs.output import check_schema
 from workers.jobs.specs.schema_limits import check_limits
-from workers.jobs.tenants.ceilings import Ceiling, JobLimits, check_limits as check_ceiling, operator_ceiling
+from workers.jobs.tenants.ceilings import (
+    Ceiling,
+    JobLimits,
+    check_limits as check_ceiling,
+    check_proxy_pool,
+    operator_ceiling,
+)
 from workers.jobs.webhooks.destinations import networks, url_refusal
 
 
@@ -78,6 +84,7 @@ def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None
     spec = apply_ceiling(spec, operator_ceiling(settings))
     if ceiling is not None:
         spec = apply_ceiling(spec, ceiling)
+    check_proxy_pool(spec.proxy_pool, ceiling, settings)
     if spec.output_schema is not None:
         check_output_schema(spec.output_schema)
     if spec.timeout is not None and spec.timeout > max_job_timeout(settings):

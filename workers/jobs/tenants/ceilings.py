@@ -34,6 +34,7 @@ class Ceiling:
     max_steps: int | None = None
     timeout: float | None = None
     tenant: bool = False  # a tenant's: the operator's named stores (credentials, profiles, recipes) are not its
+    proxy_pools: tuple[str, ...] | None = None  # the operator's pools it may name; None: any
 
 
 def tenant_ceiling(who: Principal, settings: Settings) -> Ceiling | None:
@@ -43,7 +44,8 @@ def tenant_ceiling(who: Principal, settings: Settings) -> Ceiling | None:
     limits = who.limits or TenantLimits()
     return Ceiling(source=f"tenant {who.tenant!r}", networks=tuple(limits.allowed_networks),
                    domains=tuple(limits.allowed_domains) if limits.allowed_domains is not None else None,
-                   max_steps=limits.max_steps, timeout=limits.timeout, tenant=True)
+                   max_steps=limits.max_steps, timeout=limits.timeout, tenant=True,
+                   proxy_pools=tuple(limits.proxy_pools))
 
 
 def operator_ceiling(settings: Settings) -> Ceiling:
@@ -102,3 +104,19 @@ def check_limits(request: JobLimits, ceiling: Ceiling) -> None:
             if not _domain_inside(domain, ceiling.domains):
                 raise SpecError.at("allowed_domains", f"{domain!r} is outside the domains {ceiling.source} allows "
                                    f"({', '.join(ceiling.domains)})")
+
+
+def check_proxy_pool(pool: str | None, ceiling: Ceiling | None, settings: Settings) -> None:
+    """Refuse a pool the operator has not configured, or one the tenant was not granted: the same
+    message for both to a tenant (it learns nothing of the operator's other pools)."""
+    if pool is None:
+        return
+    granted = ceiling.proxy_pools if ceiling is not None else None
+    if granted is not None and pool not in granted:
+        mine = ", ".join(sorted(p for p in granted if p in settings.proxy_pools)) or "none"
+        raise SpecError.at("proxy_pool", f"{pool!r} is not a proxy pool {ceiling.source} may use (its pools: {mine}); "
+                           "ask the operator to grant it")
+    if pool not in settings.proxy_pools:
+        known = ", ".join(sorted(settings.proxy_pools)) or "none"
+        raise SpecError.at("proxy_pool", f"{pool!r} is not one of the operator's proxy pools (BROWSERD_PROXY_POOLS: "
+                           f"{known})")

@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from config.networks import parse_networks
+from config.proxy_pools import PoolName
 from workers.jobs.errors import JobsError
 
 TENANT_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -52,6 +53,10 @@ class TenantLimits(BaseModel):
     max_sessions: int | None = Field(
         None, ge=0, le=10_000, description="Quota: most interactive sessions open at once (429 quota 'sessions'). "
         "Null: only BROWSERD_SESSION_MAX_OPEN.")
+
+    proxy_pools: list[PoolName] = Field(
+        default_factory=list, max_length=64,
+        description="The operator's proxy pools (BROWSERD_PROXY_POOLS) the tenant's jobs may name; default none.")
 
     @field_validator("allowed_networks")
     @classmethod

@@ -18,6 +18,7 @@ from workers.pipeline.features.limits import ResultLimits
 from workers.pipeline.features.live_view import LiveViews
 from workers.pipeline.features.politeness import Politeness
 from workers.pipeline.features.profiles import AuthProfiles
+from workers.pipeline.features.proxy_pools import ProxyPools
 from workers.pipeline.features.recipes import RecipeReplay
 from workers.pipeline.features.secrets import JobSecrets
 
@@ -26,6 +27,7 @@ FEATURES: tuple[type[Feature], ...] = (
     AuthProfiles,  # prepare: the storage state it starts from, where its end state goes
     RecipeReplay,  # prepare: the recipe it replays; settle: what the run teaches the recipe
     Politeness,  # hold: the slot on its site; attach: the gate its navigations ask
+    ProxyPools,  # prepare: its proxy of a pool; attach: the pool hears its pages' answers (after politeness' gate)
     Artifacts,  # prepare: its folder in the artifact store
     InputFiles,  # prepare: the files it may upload (sent with it, or another job's artifacts of its tenant)
     Costs,  # prepare: each LLM call priced, max_cost_usd; settle: cost_usd, budget_exceeded

@@ -1,0 +1,44 @@
+"""Proxy pools at the API: an unknown pool is 422 naming the field (a job, a batch's job), a tenant
+may name only the pools the operator granted it (and is not told the others), and the record
+keeps the pool's name only, never a proxy's address or credentials."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.frontends.tenancy import api_client, tenant
+from tests.jobs.test_proxy_pools import PASSWORD, POOLS
+
+
+@pytest.fixture
+def api(redis_url: str) -> Iterator[TestClient]:
+    with api_client(redis_url, proxy_pools=POOLS) as c:
+        yield c
+
+
+def test_the_api_answers_422_for_an_unknown_pool_and_keeps_only_the_name(api: TestClient):
+    refused = api.post("/v1/jobs", json={"task": "x", "proxy_pool": "nope"})
+    assert refused.status_code == 422 and refused.json()["fields"][0]["field"] == "proxy_pool", refused.text
+    batch = api.post("/v1/batches", json={"jobs": [{"task": "a"}, {"task": "b", "proxy_pool": "nope"}]})
+    assert batch.status_code == 422 and batch.json()["fields"][0]["field"] == "jobs[1].proxy_pool", batch.text
+    made = api.post("/v1/jobs", json={"task": "x", "proxy_pool": "res"})
+    assert made.status_code == 201, made.text
+    record = api.get(f"/v1/jobs/{made.json()['id']}").text
+    assert '"proxy_pool":"res"' in record.replace(" ", "")
+    assert PASSWORD not in record and "3128" not in record
+
+
+def test_a_tenant_may_name_only_the_pools_granted_to_it(api: TestClient):
+    granted = tenant(api, "acme", proxy_pools=["res"])
+    other = tenant(api, "globex")
+    assert api.post("/v1/jobs", json={"task": "x", "proxy_pool": "res"}, headers=granted).status_code == 201
+    refused = api.post("/v1/jobs", json={"task": "x", "proxy_pool": "dc"}, headers=granted)
+    assert refused.status_code == 422 and "its pools: res" in refused.json()["message"], refused.text
+    refused = api.post("/v1/jobs", json={"task": "x", "proxy_pool": "res"}, headers=other)
+    assert refused.status_code == 422 and "its pools: none" in refused.json()["message"], refused.text
+    assert "dc" not in refused.json()["message"]  # a tenant is not told the operator's other pools
+    # the operator's own jobs may name any pool
+    assert api.post("/v1/jobs", json={"task": "x", "proxy_pool": "dc"}).status_code == 201
