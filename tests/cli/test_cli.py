@@ -312,3 +312,31 @@ def test_tenant_quotas_from_the_command_line(deploy: Stack) -> None:
     used = json.loads(browserd(deploy, "tenant", "usage", "cli-quota", "--json").stdout)
     assert used["jobs_today"] == 1 and used["queued"] + used["running"] <= 1
     assert browserd(deploy, "--token", key, "tenant", "usage", "cli-quota").returncode == 1  # the operator's command
+
+
+def test_input_files_secrets_and_a_pool_from_the_command_line(deploy: Stack, site: StaticServer,
+                                                               tmp_path: Path) -> None:
+    """``--input-file`` is sent with the job and uploaded by its script; a secret without the server's
+    key, an unknown pool, a missing file and one too large are refused, each naming its flag or field."""
+    cv = tmp_path / "cv.txt"
+    cv.write_text("Ada Lovelace, analytical engines\n")
+    upload = tmp_path / "upload.json"
+    upload.write_text(json.dumps([{"go_to_url": {"url": site.url("/agent/uploads/plain.html")}},
+                                  {"upload_file": {"text": "CV", "files": ["cv.txt"]}}, {"wait": {"seconds": 0.5}},
+                                  {"extract_fields": {"fields": {"got": "#got"}}}]))
+    done = browserd(deploy, "submit", "--script", str(upload), "--input-file", str(cv), "--wait", "--json",
+                    "--allow-network", "127.0.0.1/32")
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    assert job["result"]["data"] == {"got": "Received cv.txt (33 bytes): Ada Lovelace, analytical engines"}
+    no_key = browserd(deploy, "submit", "x", "--secret", "otp=totp:JBSWY3DPEHPK3PXP")
+    assert no_key.returncode == 1 and "BROWSERD_SECRETS_KEY" in no_key.stderr, no_key.stderr
+    assert "JBSWY3DPEHPK3PXP" not in no_key.stderr + no_key.stdout
+    pool = browserd(deploy, "submit", "x", "--proxy-pool", "nope")
+    assert pool.returncode == 1 and "proxy_pool" in pool.stderr and "nope" in pool.stderr, pool.stderr
+    missing = browserd(deploy, "submit", "x", "--input-file", str(tmp_path / "gone.pdf"))
+    assert missing.returncode == 2 and "--input-file" in missing.stderr and "no such file" in missing.stderr
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\0" * (3 << 20))
+    large = browserd(deploy, "submit", "x", "--input-file", str(big))
+    assert large.returncode == 2 and "at most 2 MiB" in large.stderr, large.stderr

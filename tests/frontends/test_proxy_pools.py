@@ -42,3 +42,24 @@ def test_a_tenant_may_name_only_the_pools_granted_to_it(api: TestClient):
     assert "dc" not in refused.json()["message"]  # a tenant is not told the operator's other pools
     # the operator's own jobs may name any pool
     assert api.post("/v1/jobs", json={"task": "x", "proxy_pool": "dc"}).status_code == 201
+
+
+def test_the_consoles_submit_form_offers_the_pools_and_never_echoes_a_secret(redis_url: str) -> None:
+    from tests.frontends.console import console_client, login
+
+    key = "Xa0aRsZ8Ed4vAwmE-ZQ9bMs4cP7bc-cUxsaOiLuhJvU="
+    with console_client(redis_url, proxy_pools=POOLS, secrets_key=key) as c:
+        csrf = login(c)
+        page = c.get("/ui/submit").text
+        assert '<select id="proxy_pool"' in page and "<option>res</option>" in page and PASSWORD not in page
+        refused = c.post("/ui/submit", data={"csrf": csrf, "kind": "task", "task": "sign in", "proxy_pool": "nope",
+                                             "secrets": "password=hunter2-typed\notp=totp:JBSWY3DPEHPK3PXP"})
+        assert refused.status_code == 422 and 'data-field="proxy_pool"' in refused.text
+        assert "hunter2-typed" not in refused.text and "JBSWY3DPEHPK3PXP" not in refused.text  # enter them again
+        made = c.post("/ui/submit", data={"csrf": csrf, "kind": "task", "task": "sign in", "proxy_pool": "res",
+                                          "secrets": "password=hunter2-typed\notp=totp:JBSWY3DPEHPK3PXP"})
+        assert made.status_code == 303, made.text
+        job = c.get("/v1/jobs/" + made.headers["location"].rsplit("/", 1)[1],
+                    headers={"Authorization": "Bearer console-test-token"}).json()
+        assert job["spec"]["proxy_pool"] == "res" and job["spec"]["secrets"] == {"password": "**********"}
+        assert "JBSWY3DPEHPK3PXP" not in str(job) and job["spec"]["totp"] == {"otp": "**********"}
