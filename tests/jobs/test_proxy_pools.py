@@ -135,3 +135,23 @@ def test_every_pool_proxy_has_series_from_the_start():
     PoolHealth(_pools())
     assert REGISTRY.get_sample_value("browserd_proxy_pages_total", {"pool": "dc", "proxy": "0"}) is not None
     assert REGISTRY.get_sample_value("browserd_proxy_cooled_down", {"pool": "res", "proxy": "b"}) is not None
+
+
+async def test_a_cooldown_is_shared_with_the_other_workers_through_redis(redis):
+    from workers.jobs.store.connection import connect
+
+    one, two = connect(redis.url), connect(redis.url)
+    try:
+        first, second = PoolHealth(_pools(), one), PoolHealth(_pools(), two)  # two workers
+        job = _job_starting_at(0, 3)
+        proxies = JobProxies("res", first.pools["res"], first, job)
+        assert proxies.replace(proxies.first(), "cannot connect") is not None
+        await first.flush()
+        assert second.pick("res", job) == 0  # not read yet
+        await second.refresh("res")
+        assert second.pick("res", job) == 1 and _value("browserd_proxy_cooled_down", pool="res", proxy="a") == 1
+        assert 0 < await two.pttl("browserd:proxy:res:a:cooled") <= 30_000
+        assert PASSWORD not in str(await two.keys("*"))
+    finally:
+        await one.aclose()
+        await two.aclose()

@@ -105,6 +105,8 @@ key                             type       holds
 ``P polite:{domain}:backoff``   hash       politeness: the domain's adaptive back-off (``politeness_backoff.lua``):
                                            level, at (Redis time of the last 429/503/blocked), until (no
                                            navigation before); expires once it has recovered
+``P proxy:{pool}:{label}:cooled`` string   a pool's proxy that failed (``features.proxy_pools``): left out by
+                                           every worker until it expires (the pool's ``cooldown``)
 ``P robots:{origin}``           string     JSON {status, body} of that origin's robots.txt; expires
                                            ``BROWSERD_ROBOTS_TTL`` after the fetch
 ``P console:logout:{sid}``      string     a console session signed out (``daemon.console.access``): its
@@ -315,6 +317,10 @@ class Keys:
 
     def domain_backoff(self, domain: str) -> str:
         return f"{self.prefix}polite:{quote(domain, safe='')}:backoff"
+
+    def proxy_cooled(self, pool: str, label: str) -> str:
+        """Pool names and labels are the operator's (``config.proxy_pools``: no ':' in either)."""
+        return f"{self.prefix}proxy:{pool}:{label}:cooled"
 
     def robots(self, origin: str) -> str:
         return f"{self.prefix}robots:{quote(origin, safe='')}"

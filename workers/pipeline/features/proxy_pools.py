@@ -9,8 +9,10 @@ proxies, keeps it, and moves to another when a site blocks it or the proxy fails
   ``blocked_by_site`` claim with a move left does not end the job. Without a move left the job
   ends as it would without a pool.
 - **Health.** A proxy that fails as a proxy (unreachable, credentials refused) is cooled down for
-  the pool's ``cooldown`` in this process, and the gate goes on through the next one (each proxy
-  tried once per job); with none left, the job fails ``proxy_error``.
+  the pool's ``cooldown``, and the gate goes on through the next one (each proxy tried once per
+  job); with none left, the job fails ``proxy_error``. Where there is a shared Redis the cooldown is
+  written there too (``Keys.proxy_cooled``, expiring with it) and read by every worker before it
+  chooses a job's proxy; the gate's own fallback, which cannot wait for Redis, uses this process's view.
 
 Every destination is still judged by the job's egress gate first, whichever proxy carries it
 (``cdp.egress``). The proxies' credentials come from the operator's settings and go to the gate
@@ -20,14 +22,18 @@ only: the job's record holds the pool's name, logs and metrics a proxy's label
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
+
+import redis.asyncio as aioredis
 
 import cdp
 import workers.jobs.metrics as metrics
 from config.proxy_pools import ROTATE_STATUSES, ProxyPool
 from workers.agent import BlockReason, NavigationGate, OpenGate, ProxyFailed
+from workers.jobs.store.keys import Keys
 from workers.pipeline.feature import Feature, Services
 from workers.pipeline.run import JobRun
 
@@ -41,12 +47,34 @@ def sticky_index(job_id: str, size: int) -> int:
 
 
 class PoolHealth:
-    """This process's view of the pools' proxies: which are cooled down after a failure, and until when."""
+    """This process's view of the pools' proxies: which are cooled down after a failure, and until
+    when; shared with the other workers through ``redis`` when there is one."""
 
-    def __init__(self, pools: dict[str, ProxyPool]) -> None:
+    def __init__(self, pools: dict[str, ProxyPool], redis: aioredis.Redis | None = None, keys: Keys = Keys()) -> None:
         self.pools = pools
+        self.redis, self.keys = redis, keys
         self.cooled: dict[tuple[str, int], float] = {}  # (pool, index) -> monotonic time it is usable again
+        self._writes: set[asyncio.Task[None]] = set()
         metrics.init_proxy_series({name: [p.label(i) for i in range(len(p.proxies))] for name, p in pools.items()})
+
+    async def refresh(self, pool: str) -> None:
+        """Take in the cooldowns other workers wrote for ``pool`` (before a job chooses its proxy)."""
+        if self.redis is None:
+            return
+        size = len(self.pools[pool].proxies)
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for i in range(size):
+                    pipe.pttl(self.keys.proxy_cooled(pool, self.pools[pool].label(i)))
+                left = await pipe.execute()
+        except Exception as exc:  # health that cannot be read must not fail the job: this process's view stands
+            log.warning("proxy pool %s: the shared cooldowns were not read: %s", pool, exc)
+            return
+        now = time.monotonic()
+        for i, ms in enumerate(left):
+            if isinstance(ms, int) and ms > 0 and self.cooled.get((pool, i), 0.0) < now + ms / 1000:
+                self.cooled[(pool, i)] = now + ms / 1000
+                metrics.observe_proxy_cooled(pool, self.pools[pool].label(i), True)
 
     def usable(self, pool: str, index: int) -> bool:
         until = self.cooled.get((pool, index))
@@ -63,6 +91,22 @@ class PoolHealth:
         label = self.pools[pool].label(index)
         metrics.observe_proxy_failure(pool, label)
         metrics.observe_proxy_cooled(pool, label, True)
+        seconds = self.pools[pool].cooldown
+        if self.redis is not None and seconds > 0:  # for the other workers; the gate's fallback cannot wait for it
+            task = asyncio.get_running_loop().create_task(self._share(self.keys.proxy_cooled(pool, label), seconds))
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
+
+    async def _share(self, key: str, seconds: float) -> None:
+        try:
+            await self.redis.set(key, "1", px=max(1, int(seconds * 1000)))  # type: ignore[union-attr]
+        except Exception as exc:
+            log.warning("proxy pool: a cooldown was not shared: %s", exc)
+
+    async def flush(self) -> None:
+        """Wait for the cooldowns being written (tests; the pipeline's stop)."""
+        if self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
 
     def pick(self, pool: str, job_id: str) -> int:
         """The job's proxy: its sticky place, or the next usable one after it; if every proxy is cooled
@@ -176,7 +220,7 @@ class PoolGate:
 class ProxyPools(Feature):
     def __init__(self, services: Services) -> None:
         super().__init__(services)
-        self.health = PoolHealth(self.settings.proxy_pools)
+        self.health = PoolHealth(self.settings.proxy_pools, services.redis, services.keys)
 
     async def prepare(self, run: JobRun) -> None:
         name = run.spec.proxy_pool
@@ -185,6 +229,7 @@ class ProxyPools(Feature):
         pool = self.settings.proxy_pools.get(name)
         if pool is None:  # the API knew it; this worker's settings do not
             raise ProxyFailed(f"the proxy pool {name!r} is not configured here (BROWSERD_PROXY_POOLS)")
+        await self.health.refresh(name)
         run.inputs.proxies = JobProxies(name, pool, self.health, run.job_id)
 
     async def attach(self, run: JobRun) -> None:
@@ -193,3 +238,6 @@ class ProxyPools(Feature):
             return
         proxies.gate = run.lease.egress
         run.inputs.navigation_gate = PoolGate(run.inputs.navigation_gate or OpenGate(), proxies)
+
+    async def stop(self) -> None:
+        await self.health.flush()
