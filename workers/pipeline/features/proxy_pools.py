@@ -202,9 +202,9 @@ class JobProxies:
 class PoolGate:
     """The job's navigation gate with the pool listening: each main-frame answer is counted on the
     proxy that carried it, and a 403/429 moves the job on. The politeness gate inside goes on as
-    before, except that it is now asked about navigations pages start by themselves too (the
-    firewall pauses every main-frame document for the pool), where it only spaces them (robots.txt
-    and ``min_delay`` apply to them as to the agent's own)."""
+    before; where it would not have paused navigations pages start by themselves (no ``min_delay``,
+    no robots.txt), it is now asked about them too, since the firewall pauses every main-frame
+    document for the pool, and only the domain's back-off can then make them wait."""
 
     intercepts = True  # the pool needs every main-frame answer
 
