@@ -5,6 +5,7 @@ client would start it."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
 from typing import Any
@@ -154,3 +155,30 @@ async def test_a_tenant_over_http_sees_only_its_own(frontend_stack: tuple[Stack,
     resp = httpx2.post(s.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                        headers={"Authorization": f"Bearer {made['key']}", "Accept": "application/json, text/event-stream"})
     assert resp.status_code == 401
+
+
+async def test_submit_job_sends_input_files_and_refuses_an_unknown_pool(frontend_stack: tuple[Stack, LLMServer],
+                                                                         site: StaticServer) -> None:
+    """The file goes with the job (base64) and its script uploads it; an MCP tool never reads a path
+    from the server's disk (a name with a path is refused), and an unknown pool is the API's 422."""
+    s, _ = frontend_stack
+    cv = "Ada Lovelace, analytical engines\n"
+    upload = [{"go_to_url": {"url": site.url("/agent/uploads/plain.html")}},
+              {"upload_file": {"text": "CV", "files": ["cv.txt"]}}, {"wait": {"seconds": 0.5}},
+              {"extract_fields": {"fields": {"got": "#got"}}}]
+    files = [{"name": "cv.txt", "content_base64": base64.b64encode(cv.encode()).decode()}]
+    async with http_client(s) as client:
+        job = structured(await client.call_tool("submit_job", {"script": upload, "input_files": files,
+                                                               "allowed_networks": ["127.0.0.1/32"]}))
+        for _ in range(600):
+            now = structured(await client.call_tool("get_job", {"job_id": job["job_id"]}))
+            if now["state"] not in ("queued", "running"):
+                break
+            await asyncio.sleep(0.1)
+        assert now["state"] == "succeeded", now
+        assert now["data"] == {"got": "Received cv.txt (33 bytes): Ada Lovelace, analytical engines"}, now
+        bad = error_text(await client.call_tool("submit_job", {"task": "x", "input_files": [
+            {"name": "/etc/passwd", "content_base64": "aGk="}]}))
+        assert "input_files" in bad and "name" in bad
+        pool = error_text(await client.call_tool("submit_job", {"task": "x", "proxy_pool": "nope"}))
+        assert "proxy_pool" in pool and "'nope' is not one of the operator's proxy pools" in pool

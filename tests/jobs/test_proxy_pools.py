@@ -6,6 +6,7 @@ processes: tests/agent/test_proxy_pools.py."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from prometheus_client import REGISTRY
@@ -103,7 +104,7 @@ def test_a_failed_proxy_is_cooled_down_and_skipped_until_then(monkeypatch):
     assert _value("browserd_proxy_failures_total", pool="res", proxy="a") == failures + 1
     assert _value("browserd_proxy_cooled_down", pool="res", proxy="a") == 1
     assert health.pick("res", job) == 1  # another job starting there goes past it
-    now = __import__("time").monotonic()
+    now = time.monotonic()
     monkeypatch.setattr("workers.pipeline.features.proxy_pools.time.monotonic", lambda: now + 31)
     assert health.pick("res", job) == 0 and _value("browserd_proxy_cooled_down", pool="res", proxy="a") == 0
 
