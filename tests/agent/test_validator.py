@@ -199,7 +199,7 @@ def test_values_typed_chosen_uploaded_or_searched_do_it_whatever_they_are() -> N
                ActionRecord(name="go_to_url", params={"url": "http://movies.test/find?genre=drama&year=1999"})]
     for entry in entries:
         verdict = judge(claim(MOVIES, "Done.", actions=[entry, submit]), page)
-        assert verdict.accepted and verdict.checks[-1] == "actions_ran", entry
+        assert verdict.accepted and verdict.checks[-2:] == ["actions_ran", "values_entered"], entry
     for task in ("Solve the math problem and type your answer into the textbox.", "Enter the value of Color into "
                  "the text field and press Submit.", "Fill in the form", "Use the textbox to enter the code"):
         typed = ActionRecord(name="input_text", params={"index": 1, "text": "42"})

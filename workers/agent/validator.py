@@ -205,6 +205,8 @@ def judge(claim: DoneClaim, seen: Sightings) -> Verdict:
                           "anything: a click on a button with the form still empty does not do it")
         else:
             passed.append("actions_ran")
+            if fills(claim.task) and entered(claim.task, claim.actions):
+                passed.append("values_entered")
     if asks(claim.task) and (quotes or not claim.actions):  # said with no action: only a page can show it
         grounding = _grounding(claim, answer, quotes, seen, task_text)
         if grounding is None:
