@@ -171,6 +171,18 @@ async def test_retries_stop_at_the_steps_deadline(pool, site, llm):
     assert "HTTP 503" in result.error and len(llm.requests) == 1
 
 
+async def test_a_model_that_keeps_failing_ends_the_job_llm_error_saying_so(pool, site, llm):
+    """5xx after every retry: the job ends at once, ``llm_error``, its message naming the model, the
+    server's status and how many attempts were made; the step is kept."""
+    settings = settings_for(llm)
+    llm.add(PLANNER, *[Reply.error(503, "overloaded") for _ in range(4)])
+    result, _, _ = await run(pool, settings, task="Name the first product listed",
+                             start_url=site.url("agent/catalog.html"))
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.llm_error), result.error
+    assert result.error == "planner model 'gpt-4o-mini' (HTTP 503): overloaded (no answer after 4 attempts)"
+    assert len(llm.requests) == 4 and [s.error for s in result.steps] == [result.error]
+
+
 async def test_every_served_call_is_counted_usable_or_not(pool, site, llm):
     settings = settings_for(llm)
     llm.add(PLANNER, plan(), plan(done=True, final_answer="Steel Kettle 1.7l"))

@@ -9,6 +9,7 @@ fails after ``max_failures`` in a row, or after ``max_steps``. Errors that retry
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ log = logging.getLogger("browserd.agent")
 
 CUT_BY_THE_JOB = "the job was stopped during this step (its time limit, or its run ended)"
 """The error of a step the job's own end cut short; the job's result says which limit, with its number."""
+REPORT_GRACE = 5.0  # seconds such a step's report (its event, its stream entry) may take past the job's end
 MAX_REJECTIONS = 2  # claims of done refused (the agent told why) before the next refused one ends the job
 
 
@@ -177,7 +179,9 @@ class AgentLoop:
             raise
         except asyncio.CancelledError:  # the job's own time limit (or its task's end) stopped the step
             step.error = step.error or CUT_BY_THE_JOB
-            await self._record(step)  # with the calls it made: their tokens were served and are paid for
+            with contextlib.suppress(TimeoutError):  # kept at once; its report may not hold up the job's end
+                async with asyncio.timeout(REPORT_GRACE):
+                    await self._record(step)  # with the calls it made: their tokens were served and are paid for
             raise
         await self._record(step)
         await events.emit(Actor.navigator, *((ExecutionState.STEP_FAIL, step.error) if step.error
