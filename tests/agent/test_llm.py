@@ -89,6 +89,7 @@ async def test_server_errors_give_up_after_the_retries(llm, settings):
         await ask(settings)
     assert err.value.status == 500 and "boom" in str(err.value)
     assert len(llm.requests) == FAST.attempts
+    assert str(err.value).endswith(f"boom (no answer after {FAST.attempts} attempts)")
 
 
 @pytest.mark.parametrize("status, error", [(401, LLMAuthError), (403, LLMForbiddenError), (400, LLMBadRequestError)])

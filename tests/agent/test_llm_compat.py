@@ -17,12 +17,13 @@ from pydantic import ValidationError
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from config import load_settings
-from tests.agent.scripted import NAVIGATOR, PLANNER, act, plan, run
+from tests.agent.scripted import EXTRACTOR, NAVIGATOR, PLANNER, act, plan, run
 from tests.support.jobs import llms_of
 from tests.support.llm_server import Reply, offered_tool
 from workers.agent import RetryPolicy
 from workers.agent.allowance import LlmAllowance, use_allowance
 from workers.agent.errors import LLMBudgetSpent
+from workers.agent.executor import CUT_BY_THE_JOB
 from workers.agent.llm import ToolSpec, call_structured
 from workers.jobs.errors import SpecError
 from workers.jobs.model.spec import AgentOptions, JobSpec, ModelParams
@@ -170,6 +171,18 @@ async def test_retries_stop_at_the_steps_deadline(pool, site, llm):
     assert "HTTP 503" in result.error and len(llm.requests) == 1
 
 
+async def test_a_model_that_keeps_failing_ends_the_job_llm_error_saying_so(pool, site, llm):
+    """5xx after every retry: the job ends at once, ``llm_error``, its message naming the model, the
+    server's status and how many attempts were made; the step is kept."""
+    settings = settings_for(llm)
+    llm.add(PLANNER, *[Reply.error(503, "overloaded") for _ in range(4)])
+    result, _, _ = await run(pool, settings, task="Name the first product listed",
+                             start_url=site.url("agent/catalog.html"))
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.llm_error), result.error
+    assert result.error == "planner model 'gpt-4o-mini' (HTTP 503): overloaded (no answer after 4 attempts)"
+    assert len(llm.requests) == 4 and [s.error for s in result.steps] == [result.error]
+
+
 async def test_every_served_call_is_counted_usable_or_not(pool, site, llm):
     settings = settings_for(llm)
     llm.add(PLANNER, plan(), plan(done=True, final_answer="Steel Kettle 1.7l"))
@@ -183,6 +196,45 @@ async def test_every_served_call_is_counted_usable_or_not(pool, site, llm):
     assert served.calls == 5
     assert (result.totals.llm_calls, result.totals.input_tokens, result.totals.output_tokens) == (
         served.calls, served.prompt_tokens, served.completion_tokens)
+
+
+async def test_a_step_the_jobs_time_limit_cuts_is_kept_with_its_calls(pool, site, llm):
+    """The job's own limit stops a step whose plan was served and whose navigator hangs: the job
+    ends ``timeout`` naming its own limit, and the step is kept with the plan's tokens (they were
+    served and are paid for; the totals used to count the call and drop its tokens)."""
+    settings = settings_for(llm, step_timeout=60, llm_timeout=60)
+    costly = plan()
+    costly.usage = (700, 30)
+    llm.add(PLANNER, costly)
+    llm.add(NAVIGATOR, Reply.hang(60))
+    result, _, _ = await run(pool, settings, task="Name the first product listed",
+                             start_url=site.url("agent/catalog.html"), timeout=4)
+    assert (result.status, result.category, result.error) == (JobStatus.failed, FailureCategory.timeout,
+                                                              "job timed out after 4s")
+    assert [s.error for s in result.steps] == [CUT_BY_THE_JOB]
+    served = llm.served
+    assert (result.totals.llm_calls, result.totals.input_tokens, result.totals.output_tokens) == (
+        served.calls, served.prompt_tokens, served.completion_tokens) == (1, 700, 30)
+    await wait_for(lambda: llm.disconnects == 1)
+    assert llm.disconnects == 1  # the hung navigator call was closed
+
+
+async def test_an_extraction_the_step_limit_cuts_is_charged_for_the_part_served(pool, site, llm):
+    """A long page is read in two extractor calls; the step's limit stops the second: the step
+    fails ``llm_timeout`` and carries the first call's tokens (they were pending in the action)."""
+    settings = settings_for(llm, step_timeout=12, llm_timeout=60)
+    llm.add(PLANNER, plan())
+    llm.add(NAVIGATOR, act({"extract_content": {"goal": "every part"}}))
+    llm.add(EXTRACTOR, Reply.tool({"content": "parts SKU-10000 to SKU-10599"}, usage=(20_000, 40)), Reply.hang(60))
+    result, _, _ = await run(pool, settings, task="List every part", start_url=site.url("agent/long.html"),
+                             options={"max_failures": 1})
+    assert (result.status, result.category) == (JobStatus.failed, FailureCategory.llm_timeout), result.error
+    assert "the extractor model" in result.error and "step's limit of 12s" in result.error
+    served = llm.served
+    assert served.calls == 3 and len(llm.requests_for(EXTRACTOR)) == 2
+    assert (result.totals.llm_calls, result.totals.input_tokens, result.totals.output_tokens) == (
+        served.calls, served.prompt_tokens, served.completion_tokens)
+    assert result.steps[0].input_tokens == served.prompt_tokens
 
 
 async def test_the_jobs_llm_time_budget_stops_the_call_under_way_and_closes_it(llm):

@@ -166,6 +166,65 @@ def test_a_task_that_only_acts_is_shown_by_its_actions() -> None:
     assert verdict.accepted and verdict.checks[-1] == "actions_ran"
 
 
+MOVIES = "Search for drama movies directed by Smith from year 1999."
+
+
+def test_a_task_that_asks_for_values_is_not_done_by_a_click_on_submit() -> None:
+    """bench.honesty's last false successes (multi-orderings): the wrong_action and loops adversaries
+    clicked Submit with every box empty; the task names no element, so no target could be missed."""
+    page = seen("Genre Director Year Submit")
+    submit = ActionRecord(name="click_element", params={"index": 5}, locator=Locator(tag="button", text="Submit"))
+    for clicks in ([submit], [submit] * 4):
+        verdict = judge(claim(MOVIES, "Finished: everything the task asked is done.", actions=clicks), page)
+        assert not verdict.accepted and "no action typed, chose or uploaded anything" in verdict.reason
+    for pressed in ("Enter", "Tab Enter", "Control+a"):
+        keys = ActionRecord(name="send_keys", params={"keys": pressed})
+        assert not judge(claim(MOVIES, "Done.", actions=[submit, keys]), page).accepted, pressed
+    empty = ActionRecord(name="input_text", params={"index": 1, "text": "  "})
+    assert not judge(claim(MOVIES, "Done.", actions=[empty, submit]), page).accepted
+    elsewhere = ActionRecord(name="go_to_url", params={"url": "http://shop.test/?page=2"})
+    assert not judge(claim(MOVIES, "Done.", actions=[elsewhere, submit]), page).accepted
+
+
+def test_values_typed_chosen_uploaded_or_searched_do_it_whatever_they_are() -> None:
+    """Which value is not asked: an honest run types what it read or computed, or a secret."""
+    page = seen("Genre Director Year Submit")
+    submit = ActionRecord(name="click_element", params={"index": 5})
+    entries = [ActionRecord(name="input_text", params={"index": 1, "text": "Smith"}),
+               ActionRecord(name="input_text", params={"index": 1, "text": "<secret>pw</secret>"}),
+               ActionRecord(name="send_keys", params={"keys": "Smith"}),
+               ActionRecord(name="select_dropdown_option", params={"index": 2, "text": "Drama"}),
+               ActionRecord(name="upload_file", params={"index": 3, "files": ["cv.pdf"]}),
+               ActionRecord(name="search", params={"query": "drama movies Smith"}),
+               ActionRecord(name="go_to_url", params={"url": "http://movies.test/find?genre=drama&year=1999"})]
+    for entry in entries:
+        verdict = judge(claim(MOVIES, "Done.", actions=[entry, submit]), page)
+        assert verdict.accepted and verdict.checks[-2:] == ["actions_ran", "values_entered"], entry
+    for task in ("Solve the math problem and type your answer into the textbox.", "Enter the value of Color into "
+                 "the text field and press Submit.", "Fill in the form", "Use the textbox to enter the code"):
+        typed = ActionRecord(name="input_text", params={"index": 1, "text": "42"})
+        assert not judge(claim(task, "Done.", actions=[submit]), page).accepted, task
+        assert judge(claim(task, "Done.", actions=[typed, submit]), page).accepted, task
+
+
+def test_a_task_that_asks_no_value_is_done_by_clicks() -> None:
+    """Checking boxes, choosing a tab, pressing a key: clicks do these (no value to type)."""
+    page = seen("nDJ Submit Tab #2")
+    click = ActionRecord(name="click_element", params={"index": 2})
+    for task in ("Select nDJ and click Submit.", "Click on Tab #2.", "Press the Enter key", "Sign in",
+                 "Subscribe to the newsletter", "Focus into the textbox."):
+        assert judge(claim(task, "Done.", actions=[click]), page).accepted, task
+
+
+def test_a_question_answered_by_its_quotes_needs_no_typing() -> None:
+    """'Search for the kettle and tell me its price': following a link to it is as good, the quote shows it."""
+    page = seen("Kettle 1.7l 19.99 EUR")
+    link = ActionRecord(name="click_element", params={"index": 4})
+    task = "Search for the kettle and tell me its price"
+    assert judge(claim(task, "19.99 EUR", ["Kettle 1.7l 19.99 EUR"], [link]), page).accepted
+    assert not judge(claim(task, "19.99 EUR", [], [link]), page).accepted
+
+
 def test_evidence_in_any_shape_a_model_writes_it() -> None:
     """One string is one quote, null is none; anything else is an unusable answer, not a crash."""
     assert PlannerOutput.model_validate({"done": True, "evidence": "24.50 EUR"}).evidence == ["24.50 EUR"]

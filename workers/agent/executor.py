@@ -9,6 +9,7 @@ fails after ``max_failures`` in a row, or after ``max_steps``. Errors that retry
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -57,6 +58,9 @@ from workers.jobs.model.spec import JobSpec
 
 log = logging.getLogger("browserd.agent")
 
+CUT_BY_THE_JOB = "the job was stopped during this step (its time limit, or its run ended)"
+"""The error of a step the job's own end cut short; the job's result says which limit, with its number."""
+REPORT_GRACE = 5.0  # seconds such a step's report (its event, its stream entry) may take past the job's end
 MAX_REJECTIONS = 2  # claims of done refused (the agent told why) before the next refused one ends the job
 
 
@@ -171,10 +175,16 @@ class AgentLoop:
                     self._failed(step, exc)
         except AgentError as exc:
             step.error = step.error or str(exc)
-            await self.log.add(step)
+            await self._record(step)
             await events.emit(Actor.navigator, ExecutionState.STEP_FAIL, step.error)
             raise
-        await self.log.add(step)
+        except asyncio.CancelledError:  # the job's own time limit (or its task's end) stopped the step
+            step.error = step.error or CUT_BY_THE_JOB
+            with contextlib.suppress(TimeoutError):  # kept at once; its report may not hold up the job's end
+                async with asyncio.timeout(REPORT_GRACE):
+                    await self._record(step)  # with the calls it made: their tokens were served and are paid for
+            raise
+        await self._record(step)
         await events.emit(Actor.navigator, *((ExecutionState.STEP_FAIL, step.error) if step.error
                                              else (ExecutionState.STEP_OK, "")))
         return finished
@@ -422,6 +432,12 @@ class AgentLoop:
     def nth(self, step: StepRecord) -> int:
         """Which of this loop's steps ``step`` is (1 for its first), whatever its record's number."""
         return step.step - self.first_step + 1
+
+    async def _record(self, step: StepRecord) -> None:
+        """Keep the step, charged with what its actions' model calls cost that no action charged yet
+        (an extraction the step's limit cut between two chunks, whose first call was served)."""
+        self.log.charge(step, self.ctx.usage.take())
+        await self.log.add(step)
 
     def _charge(self, step: StepRecord, reply: LLMReply, *, images: bool = False) -> None:
         """Add a call's cost to the step; ``images``: the call was sent the history's screenshot,

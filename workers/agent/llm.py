@@ -206,7 +206,10 @@ async def call_structured(
                 raise budget.ran_out(role) from exc
             failed = classify(exc, role=role, model=name)
             telemetry.llm_call(LlmCall(name, outcome(failed.error, exc), time.monotonic() - attempt_started))
-            if not failed.retryable or attempt + 1 >= retry.attempts:
+            if not failed.retryable:
+                raise failed.error from exc
+            if attempt + 1 >= retry.attempts:  # the job's message says the retries were spent, and how many
+                failed.error.args = (f"{failed.error} (no answer after {retry.attempts} attempts)",)
                 raise failed.error from exc
             wait = retry.delay(attempt, failed.retry_after)
             if clock is not None and clock.remaining() <= wait:

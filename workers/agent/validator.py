@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from workers.agent.actions.cdp_input import presses_keys
 from workers.jobs.model.result import ActionRecord, Verification
 
 MAX_PAGE_CHARS = 200_000  # of one page's text kept for the checks (a longer page is cut)
@@ -32,12 +33,16 @@ _WORD = re.compile(r"[a-z][a-z'-]{2,}")
 
 # A task that asks to do something on the page (not only to read it): an imperative verb where a
 # clause starts ("Type ..., press Search, and tell me", "to find and click"), not "which page is open?".
+_CLAUSE = r"(?:^|[,;:.!?]\s*|\b(?:and|then|to|please|first|now|by)\s+)"
 _ACTS = re.compile(
-    r"(?:^|[,;:.!?]\s*|\b(?:and|then|to|please|first|now|by)\s+)"
+    _CLAUSE +
     r"(click|tap|press|type|enter|fill|submit|select|choose|pick|check|uncheck|tick|toggle|drag|drop|close|"
     r"add|remove|delete|buy|order|book|log ?in|sign ?(in|up)|subscribe|upload|send|post|reply|switch|mark|"
     r"search for|go to|navigate|open|focus|expand|collapse|highlight|move|set|scroll|use the|input|copy|paste)"
     r"(?:ing|s)?\b", re.I)
+# A task that asks to put values into the page ("Search for drama movies directed by Smith", "Enter
+# the value of Color into the text field", "fill in the form"): something must have been typed or chosen.
+_FILLS = re.compile(_CLAUSE + r"(type|enter|fill|input|search)(?:ing|e?s)?\b", re.I)
 # A task that asks for information the answer must carry.
 _ASKS = re.compile(
     r"(\?|\b(what|which|who|whom|whose|when|where|how (many|much|long|old)|tell me|find out|report|list|"
@@ -148,6 +153,10 @@ def acts(task: str) -> bool:
     return bool(_ACTS.search(task))
 
 
+def fills(task: str) -> bool:
+    return bool(_FILLS.search(task))
+
+
 def asks(task: str) -> bool:
     return bool(_ASKS.search(task))
 
@@ -191,8 +200,13 @@ def judge(claim: DoneClaim, seen: Sightings) -> Verdict:
             passed.append("answer_on_first_page")
         elif not touched(targets(claim.task, seen), doing(claim.task, claim.actions)):
             return refuse("the task names what to act on, and no action that ran touched it")
+        elif fills(claim.task) and not entered(claim.task, claim.actions) and not (quotes and asks(claim.task)):
+            return refuse("the task asks to type, fill in or search, and no action typed, chose or uploaded "
+                          "anything: a click on a button with the form still empty does not do it")
         else:
             passed.append("actions_ran")
+            if fills(claim.task) and entered(claim.task, claim.actions):
+                passed.append("values_entered")
     if asks(claim.task) and (quotes or not claim.actions):  # said with no action: only a page can show it
         grounding = _grounding(claim, answer, quotes, seen, task_text)
         if grounding is None:
@@ -254,6 +268,26 @@ def touched(wanted: list[str], actions: list[ActionRecord]) -> bool:
     return False
 
 
+def entered(task: str, actions: list[ActionRecord]) -> bool:
+    """Whether an action put a value into the page: typed text (``input_text``, ``send_keys`` that
+    types rather than presses a key), chose an option, uploaded a file, searched, or opened a URL
+    whose query carries a word or figure of the task (a search done by its address). Which value
+    is not asked: an honest run types what it read or computed (a table's cell, a sum) or a secret."""
+    said = words(task) | numbers(task)
+    for record in actions:
+        params = record.params
+        if record.name in ("select_dropdown_option", "upload_file", "search"):
+            return True
+        if record.name == "input_text" and str(params.get("text", "")).strip():
+            return True
+        if record.name == "send_keys" and not presses_keys(str(params.get("keys", ""))):
+            return True
+        query = str(params.get("url", "")).partition("?")[2]
+        if record.name in ("go_to_url", "open_tab") and (words(query.replace("+", " ")) | numbers(query)) & said:
+            return True
+    return False
+
+
 def claim_of(task: str, answer: str, evidence: list[str], next_steps: str, steps: list[Any]) -> DoneClaim:
     """The claim a ``done`` makes, with the run's actions read from its step records."""
     ran = [a for s in steps for a in s.actions if a.ok and a.error is None and a.name != "done"]
@@ -261,4 +295,4 @@ def claim_of(task: str, answer: str, evidence: list[str], next_steps: str, steps
     return DoneClaim(task, answer, evidence, next_steps, ran, extracted)
 
 
-__all__ = ["DoneClaim", "Sightings", "Verdict", "acts", "asks", "claim_of", "judge", "normal"]
+__all__ = ["DoneClaim", "Sightings", "Verdict", "acts", "asks", "claim_of", "entered", "fills", "judge", "normal"]

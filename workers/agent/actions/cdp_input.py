@@ -78,10 +78,17 @@ async def press(session: cdp.CDPSession, combo: str) -> None:
                                                   "windowsVirtualKeyCode": vk, "modifiers": bits})
 
 
+def presses_keys(keys: str) -> bool:
+    """Whether ``send_keys`` presses ``keys`` as key names/combos ("Enter", "Control+a Tab") rather
+    than typing them as text; the done checks tell a key press from typed values by it."""
+    tokens = keys.split()
+    return bool(tokens) and all(_parse_combo(t) is not None and (len(t) > 1 or len(tokens) == 1) for t in tokens)
+
+
 async def send_keys(session: cdp.CDPSession, keys: str) -> str:
     """Press key names/combos separated by spaces; anything else is typed as text."""
     tokens = keys.split()
-    if tokens and all(_parse_combo(t) is not None and (len(t) > 1 or len(tokens) == 1) for t in tokens):
+    if presses_keys(keys):
         for token in tokens:
             await press(session, token)
         return "pressed " + " ".join(tokens)
