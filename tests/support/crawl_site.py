@@ -258,8 +258,14 @@ def read_page(request: dict) -> Reply:
                        "final_answer": answer, "reasoning": "read", "web_task": True})
 
 
+FOOTER = "A page of the generated crawl test site, served on 127.0.0.1 for browserd's tests and benchmarks."
+"""The same on every page: enough text that a crawler's block-page heuristics (crawl4ai's: under 50
+visible characters on a small page is a block page) take the page for a page."""
+
+
 def _html(title: str, links: list[str], canonical: str | None = None, text: str | None = None) -> str:
     head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
     body = "".join(f'<li><a href="{href}">link {n}</a></li>' for n, href in enumerate(links))
     return (f"<!doctype html><html><head><title>{title}</title>{head}</head>"
-            f"<body><h1>{title}</h1><p>{text or f'Text of {title}.'}</p><ul>{body}</ul></body></html>")
+            f"<body><h1>{title}</h1><p>{text or f'Text of {title}.'}</p><ul>{body}</ul><footer><p>{FOOTER}</p>"
+            "</footer></body></html>")
