@@ -67,6 +67,20 @@ class Api:
         """The job's events so far, without following (and without the stream's end)."""
         return [e async for e in self.client.events(job_id, follow=False) if e.type != EventType.end]
 
+    # --- crawls -------------------------------------------------------------------------------
+
+    async def start_crawl(self, spec: dict[str, Any]) -> dict[str, Any]:
+        return _plain(await self.client.start_crawl(spec))
+
+    async def crawl(self, crawl_id: str) -> dict[str, Any]:
+        return _plain(await self.client.crawl(crawl_id))
+
+    async def cancel_crawl(self, crawl_id: str) -> dict[str, Any]:
+        return _plain(await self.client.cancel_crawl(crawl_id))
+
+    async def crawl_results(self, crawl_id: str) -> list[dict[str, Any]]:
+        return [_plain(line) async for line in self.client.crawl_results(crawl_id)]
+
     # --- interactive sessions ----------------------------------------------------------------
 
     async def open_session(self, start_url: str | None, allowed_networks: list[str] | None,

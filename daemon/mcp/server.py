@@ -1,7 +1,8 @@
 """browserd as an MCP server: tools to run and manage browser jobs, resources for their results.
 
 Tools: ``run_task`` (submit an agent task and wait for its answer), ``submit_job``, ``get_job``,
-``cancel_job``, ``list_jobs``, ``run_batch``, and the interactive session tools (``sessions``).
+``cancel_job``, ``list_jobs``, ``run_batch``, the crawl tools (``crawls``) and the interactive
+session tools (``sessions``).
 Resources: ``browserd://jobs/{job_id}/result`` and ``browserd://jobs/{job_id}/steps``, and a
 session's state and tabs. Everything goes through the HTTP API (``backend.Api``), so an
 MCP client gets exactly the checks, limits and messages an HTTP client gets; a refusal becomes an
@@ -18,6 +19,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+import daemon.mcp.crawls as crawls
 import daemon.mcp.sessions as sessions
 from daemon.mcp.arguments import StrictServer, flat
 from daemon.mcp.backend import Api
@@ -154,7 +156,7 @@ def _completed(batch: dict[str, Any]) -> bool:
 
 
 def build_server(api: Api) -> StrictServer:
-    server = StrictServer("browserd", instructions=INSTRUCTIONS + sessions.INSTRUCTIONS, version="0.1.0")
+    server = StrictServer("browserd", instructions=INSTRUCTIONS + crawls.INSTRUCTIONS + sessions.INSTRUCTIONS, version="0.1.0")
 
     @server.tool(annotations=ToolAnnotations(title="Run a browser task", openWorldHint=True))
     @flat(RunTaskArgs)
@@ -231,5 +233,6 @@ def build_server(api: Api) -> StrictServer:
             return job["result"].get("steps") or []
         return [e.data for e in await api.events(job_id) if e.type == EventType.step]
 
+    crawls.register(server, api)
     sessions.register(server, api)
     return server

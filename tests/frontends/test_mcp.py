@@ -22,7 +22,8 @@ from tests.support.schemas import anyof_bomb
 from tests.support.servers import StaticServer
 
 TOOLS = {"run_task", "submit_job", "get_job", "cancel_job", "list_jobs", "run_batch", "open_session", "navigate",
-         "get_state", "click", "type", "select", "scroll", "screenshot", "close_session"}
+         "get_state", "click", "type", "select", "scroll", "screenshot", "close_session", "start_crawl", "crawl_status",
+         "crawl_results", "cancel_crawl"}
 
 
 def http_client(s: Stack, token: str = TOKEN) -> Client:

@@ -20,6 +20,9 @@ URLs, and a thousand variants of one page differing only in tracking parameters 
 text of the ``changed`` items' pages differs, the ``gone`` orphans are dropped from the sitemaps and
 answer 404, ``added`` new orphans are listed; ``planted()`` is what a comparison must then report.
 
+``read_page`` is a scripted model (``tests.support.llm_server``) for crawls with an agent task: its
+answer is the page's sentence ("Text of ..."), so a reworded page reads differently.
+
 ``pages()`` is every page a crawl with enough depth and budget must visit; ``visits`` counts the
 requests per normalised URL (``workers.jobs.crawls.urls.normalise``), robots.txt and sitemaps apart.
 """
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
+import re
 import threading
 import time
 from collections import Counter
@@ -35,6 +40,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.llm_server import Reply
 from workers.jobs.crawls.urls import normalise
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -230,8 +236,36 @@ class CrawlSite:
         return None
 
 
+READ_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+"""The output schema of a crawl whose model is ``read_page``."""
+READ_TASK = "Read the one sentence of this page's paragraph and return it as the field text."
+SENTENCE = re.compile(r"Text of [^\"<\\\n]*?\.")
+
+
+def read_page(request: dict) -> Reply:
+    """A model that reads the page: the navigator finishes at once with the page's sentence as JSON
+    (``{"text": ...}``, the data of ``READ_SCHEMA``), the planner agrees."""
+    pages = [m for m in request.get("messages") or [] if SENTENCE.search(json.dumps(m.get("content")))]
+    found = SENTENCE.search(json.dumps(pages[-1].get("content"))) if pages else None
+    sentence = found.group(0) if found else "no sentence"
+    answer = json.dumps({"text": sentence})
+    tool = (request.get("tools") or [{}])[0].get("function", {}).get("name")
+    if tool == "AgentOutput":
+        state = {"evaluation_previous_goal": "Unknown", "memory": "", "next_goal": "finish"}
+        return Reply.tool({"current_state": state, "action": [{"done": {"text": answer, "success": True,
+                                                                               "evidence": [sentence]}}]})
+    return Reply.tool({"observation": "page", "challenges": "", "done": True, "next_steps": "",
+                       "final_answer": answer, "reasoning": "read", "web_task": True})
+
+
+FOOTER = "A page of the generated crawl test site, served on 127.0.0.1 for browserd's tests and benchmarks."
+"""The same on every page: enough text that a crawler's block-page heuristics (crawl4ai's: under 50
+visible characters on a small page is a block page) take the page for a page."""
+
+
 def _html(title: str, links: list[str], canonical: str | None = None, text: str | None = None) -> str:
     head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
     body = "".join(f'<li><a href="{href}">link {n}</a></li>' for n, href in enumerate(links))
     return (f"<!doctype html><html><head><title>{title}</title>{head}</head>"
-            f"<body><h1>{title}</h1><p>{text or f'Text of {title}.'}</p><ul>{body}</ul></body></html>")
+            f"<body><h1>{title}</h1><p>{text or f'Text of {title}.'}</p><ul>{body}</ul><footer><p>{FOOTER}</p>"
+            "</footer></body></html>")

@@ -52,6 +52,7 @@ from workers.agent.replay import run_replay
 from workers.agent.script import run_script
 from workers.agent.secrets import Secrets
 from workers.agent.telemetry import SILENT, Telemetry
+from workers.agent.unchanged import UnchangedCheck, reuse_unchanged
 from workers.agent.uploads import Uploads
 from workers.jobs.artifacts.store import JobArtifacts
 from workers.jobs.budget import TimeBudget
@@ -77,8 +78,8 @@ class JobInputs:
     and races them against anything slow). The rest is what the pipeline's features prepared: the
     values the job may type (``secrets``: its own and its credential set's, opened; ``totp``: the seeds
     of its second factors), the gate its
-    navigations ask (politeness), its auth profile, the artifact folder it keeps files in, and the
-    recipe it replays.
+    navigations ask (politeness), its auth profile, the artifact folder it keeps files in, the
+    recipe it replays, and the last run's read of its page (``unchanged``: a scheduled job's).
     """
 
     spec: JobSpec
@@ -95,6 +96,7 @@ class JobInputs:
     artifacts: JobArtifacts | None = None
     replay: ReplayPlan | None = None
     proxies: ProxyRotation | None = None  # the job's proxy pool (proxy_pool), instead of its own proxy
+    unchanged: UnchangedCheck | None = None  # a scheduled job's last read of its page (incremental runs)
 
 
 class JobSession:
@@ -159,6 +161,9 @@ class JobSession:
 
     async def _run(self, events: Events, steps: StepLog, task: str | None) -> JobResult:
         ctx = self.ctx or await self._prepare(events)
+        check = self.inputs.unchanged if self.runs == 1 and self.replay is None else None
+        if check is not None and await reuse_unchanged(ctx, steps, check):
+            return await _succeeded(ctx)  # the page is as the last run read it: no model call
         replay = self.replay if self.runs == 1 else None  # a follow-up is the agent's
         await _run(ctx, steps, self._history(ctx, task), replay)
         await ctx.browser.page_events()  # downloads still running end (or are cancelled) now

@@ -160,6 +160,8 @@ TOKENS_SAVED = Counter("browserd_llm_tokens_saved", "LLM tokens recipe replays d
                        "recorded run (its tokens, minus what healing used).")
 CRAWL_PAGES = Counter("browserd_crawl_pages", "Crawl pages, by outcome (queued: a page job created; succeeded, "
                       "failed: its visit ended).", ["outcome"])
+PAGES_REUSED = Counter("browserd_pages_reused", "Pages of scheduled runs unchanged since the last run, whose "
+                       "extraction was reused with no model call (incremental runs).")
 CRAWL_SKIPPED = Counter("browserd_crawl_links_skipped", "Links crawls found and did not queue, by reason (scope, "
                         "depth, robots, dedup, budget).", ["reason"])
 POLITENESS_BACKOFFS = Counter("browserd_politeness_backoffs", "Times a registrable domain was slowed down, by what "
@@ -192,7 +194,7 @@ EVENT_METRICS = (BUILD_INFO, JOBS_TOTAL, TENANT_JOBS, JOB_DURATION, QUEUE_WAIT, 
                  LLM_LATENCY, LLM_COST, LEASE_WAIT, CRASHES, RECYCLES, DOM_CAPTURE, DOM_ELEMENTS, WEBHOOKS, WEBHOOK_SECONDS,
                  BATCHES_SUBMITTED, BATCHES_COMPLETED, SCHEDULE_RUNS, API_REQUESTS, API_LATENCY, SESSION_COMMANDS,
                  SESSIONS_ENDED, POLITENESS_WAIT, POLITENESS_WAITING, REPLAY_STEPS, TOKENS_SAVED, CRAWL_PAGES,
-                 CRAWL_SKIPPED, POLITENESS_BACKOFFS, SCHEDULE_CHANGES, RECONCILED, ABANDONED, WORKER_SLOTS,
+                 PAGES_REUSED, CRAWL_SKIPPED, POLITENESS_BACKOFFS, SCHEDULE_CHANGES, RECONCILED, ABANDONED, WORKER_SLOTS,
                  WORKER_RUNNING, PROXY_JOBS, PROXY_PAGES, PROXY_BLOCKS, PROXY_FAILURES, PROXY_ROTATIONS, PROXY_COOLED)
 
 
@@ -359,6 +361,11 @@ def observe_crawl_pages(outcome: str, n: int = 1) -> None:
         raise ValueError(f"{outcome!r} is not one of {CRAWL_PAGE_OUTCOMES}")
     if n:
         CRAWL_PAGES.labels(outcome).inc(n)
+
+
+def observe_reused_page() -> None:
+    """A scheduled run's page was unchanged: the last run's extraction was reused (no model call)."""
+    PAGES_REUSED.inc()
 
 
 def observe_crawl_skips(skips: dict[str, int]) -> None:

@@ -64,5 +64,7 @@ class ResultLine(BaseModel):
     category: str | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="The job's labels, to join on.")
     cost_usd: float | None = Field(None, description="What its LLM calls cost, in USD (its result's cost_usd).")
+    reused_from: str | None = Field(None, description="The page was unchanged since the schedule's last run: the "
+                                    "job whose extraction it reused, with no model call.")
     result_artifact: str | None = Field(None, description="Where a result too large for the record is stored "
                                         "(final_answer and data are read back from it here).")

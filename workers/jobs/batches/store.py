@@ -284,6 +284,7 @@ def result_line(job_id: str, end: JobEnd | None) -> ResultLine:
         category=end.category.value if end.category else None,
         labels=end.labels,
         cost_usd=head.cost_usd,
+        reused_from=head.reused_from,
         result_artifact=head.result_artifact,
     )
 

@@ -174,3 +174,5 @@ class CrawlLine(BaseModel):
     final_answer: str | None = None
     error: str | None = None
     category: str | None = None
+    reused_from: str | None = Field(None, description="The page was unchanged since the schedule's last run: the "
+                                    "job whose extraction it reused, with no model call.")

@@ -195,4 +195,5 @@ class CrawlStore:
             yield CrawlLine(url=page.get("url", ""), depth=int(page.get("depth") or 0), parent=page.get("parent"),
                             job_id=line.id, status=line.status, final_url=page.get("final_url"),
                             canonical=page.get("canonical"), links=page.get("links"), data=line.data,
-                            final_answer=line.final_answer, error=line.error, category=line.category)
+                            final_answer=line.final_answer, error=line.error, category=line.category,
+                            reused_from=line.reused_from)

@@ -136,6 +136,9 @@ class JobResult(BaseModel):
         default_factory=list, description="Models the run called that have no price: their calls are not in cost_usd.")
     verification: Verification | None = Field(
         None, description="Why an agent's success was accepted (or its last claim refused): the checks it passed.")
+    reused_from: str | None = Field(
+        None, description="A scheduled run's page unchanged since the last run: the job whose extraction (data, "
+        "final answer) was reused, with no model call (incremental runs).")
     started_at: datetime | None = None
     finished_at: datetime | None = None
 

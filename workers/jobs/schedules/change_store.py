@@ -123,5 +123,6 @@ class ChangeFeed:
         return None
 
     async def forget(self, schedule_id: str) -> None:
-        """The schedule is deleted: its snapshot and changes go with it."""
-        await self.redis.delete(self.keys.schedule_snapshot(schedule_id), self.keys.schedule_changes(schedule_id))
+        """The schedule is deleted: its snapshot, changes and page reads (``read_store``) go with it."""
+        await self.redis.delete(self.keys.schedule_snapshot(schedule_id), self.keys.schedule_changes(schedule_id),
+                                self.keys.schedule_reads(schedule_id))

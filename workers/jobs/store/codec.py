@@ -171,6 +171,7 @@ class ResultHead:
     error: str | None = None
     result_artifact: str | None = None
     cost_usd: float | None = None
+    reused_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ def end_of(job_id: str, row: list[str | None], result: str | None = None) -> Job
         return None
     parsed = json.loads(result) if result else {}
     head = ResultHead(final_answer=parsed.get("final_answer"), data=parsed.get("data"), error=parsed.get("error"),
-                      result_artifact=parsed.get("result_artifact"), cost_usd=parsed.get("cost_usd"))
+                      result_artifact=parsed.get("result_artifact"), cost_usd=parsed.get("cost_usd"),
+                      reused_from=parsed.get("reused_from"))
     return JobEnd(job_id=job_id, state=JobStatus(state), category=FailureCategory(category) if category else None,
                   error=error or None, batch=batch or None, labels=json.loads(labels) if labels else {},
                   runs=int(runs or 1), created_at=_seconds(created), started_at=_seconds(started),

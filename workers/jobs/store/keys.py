@@ -51,6 +51,10 @@ key                             type       holds
                                            (``schedules.change_store``), what the next run is compared with
 ``P schedule:{id}:changes``     list       JSON of each run's changes (``schedules.changes.RunChanges``),
                                            newest first, at most ``MAX_RUNS_KEPT``
+``P schedule:{id}:reads``       hash       read key -> JSON of what a run's agent read on that page and the
+                                           page's fingerprint (``schedules.reads.PageRead``): the next run
+                                           reuses it when the page is unchanged; expires ``READS_TTL`` after
+                                           the last write
 ``P credentials``               hash       credential set name -> JSON {secret names, created_at, the
                                            values as one Fernet token} (``secrets.credentials``)
 ``P profiles``                  hash       auth profile name -> JSON {version, updated_at, cookies,
@@ -214,6 +218,9 @@ class Keys:
 
     def schedule_changes(self, schedule_id: str) -> str:
         return f"{self.prefix}schedule:{schedule_id}:changes"
+
+    def schedule_reads(self, schedule_id: str) -> str:
+        return f"{self.prefix}schedule:{schedule_id}:reads"
 
     @property
     def credentials(self) -> str:

@@ -4,7 +4,9 @@ The order matters where one feature reads what another wrote: the recipe (which 
 spec the job runs as) comes before politeness (which takes the slot of that spec's site); the
 recipe learns from the result before the limits may move its steps to the artifact store; the
 kept session judges the result last, as it will be recorded. A crawl's page sets its data (extract mode)
-before the limits measure it.
+before the limits measure it. Incremental runs come after the recipe (a replay asks no model: nothing
+to reuse) and keep a page's read after the crawl judged its answer (a 429 is no read), before the
+limits may move the data to the artifact store.
 """
 
 from workers.pipeline.feature import Feature
@@ -12,6 +14,7 @@ from workers.pipeline.features.artifacts import Artifacts
 from workers.pipeline.features.costs import Costs
 from workers.pipeline.features.crawls import Crawls
 from workers.pipeline.features.first_command import FirstCommand
+from workers.pipeline.features.incremental import IncrementalRuns
 from workers.pipeline.features.input_files import InputFiles
 from workers.pipeline.features.kept_sessions import KeptSessions
 from workers.pipeline.features.limits import ResultLimits
@@ -34,6 +37,7 @@ FEATURES: tuple[type[Feature], ...] = (
     FirstCommand,  # attach: when its tab sends its first command
     LiveViews,  # during: the screencast while someone watches
     Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)
+    IncrementalRuns,  # prepare: a scheduled page's last read; settle: this run's read, kept for the next
     ResultLimits,  # settle: the result's size limit, large results offloaded
     KeptSessions,  # settle/after: the session kept for follow-ups
 )
