@@ -36,7 +36,21 @@ from dom import snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "bench" / ".cache"
-SHARED = ROOT.parent / "shared" / "pages"
+
+
+def shared_pages() -> Path:
+    """``../shared/pages`` beside the checkout; from a git worktree, beside its main checkout (a
+    worktree elsewhere found none and measured only the MiniWoB pages, 12 of the 36)."""
+    mine = ROOT.parent / "shared" / "pages"
+    if mine.is_dir():
+        return mine
+    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                           capture_output=True, text=True, check=False)
+    common = Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
+    return common.parent.parent / "shared" / "pages" if common is not None else mine
+
+
+SHARED = shared_pages()
 WHEEL = "browser_use-0.5.11-py3-none-any.whl"
 SCRIPT_PATH = "browser_use/dom/dom_tree/index.js"
 MINIWOB_TASKS = [

@@ -1,4 +1,4 @@
-"""How well the queue overlaps waiting: jobs/minute at worker concurrency 1, 4 and 16.
+"""How well the queue overlaps waiting: jobs/minute at worker concurrency 1, 4, 16 and 32.
 
 ``python -m bench.queue`` starts its own redis-server, API, scripted LLM server and fixture site,
 then, for each concurrency, one ``browserd worker`` process running a batch of jobs whose every
@@ -6,12 +6,13 @@ step waits 1 s on the model (agent jobs; ``--mode script`` uses script jobs with
 steps instead). It prints one JSON line:
 
 - ``jobs_per_min_cN``: jobs finished per minute, first enqueue to last finish;
-- ``speedup_c16``: c16 over c1, measured side by side in this run;
+- ``speedup_c16``, ``speedup_c32``: c16 and c32 over c1, measured side by side in this run (goal:
+  15x and 28x);
 - ``enqueue_to_first_cmd_p50_ms``: median time from the job record's creation (enqueue) to the
   first CDP command the worker sent for it (``first_command_at``, recorded by the worker), with
   the worker idle and jobs submitted one at a time;
-- ``peak_mem_per_job_mb``: peak PSS of the worker process and its Chrome during the c16 batch,
-  minus the idle worker's, divided by 16.
+- ``peak_mem_per_job_mb``: peak PSS of the worker process and its Chrome during the c32 batch,
+  minus the idle worker's, divided by 32.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from tests.support.servers import serve
 
 SITE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "site"
 MODEL_DELAY = 1.0
-LEVELS = (1, 4, 16)
+LEVELS = (1, 4, 16, 32)
 JOB_TAG = re.compile(r"bench job (\d+)")
 
 
@@ -187,8 +188,9 @@ def main() -> None:
                 if level == 4:
                     out["enqueue_to_first_cmd_p50_ms"] = round(first_command_latency(s, specs, args.latency_samples), 1)
                 worker.stop()
-    out["speedup_c16"] = round(out["jobs_per_min_c16"] / out["jobs_per_min_c1"], 2)
-    keys = ["jobs_per_min_c1", "jobs_per_min_c4", "jobs_per_min_c16", "speedup_c16",
+    for level in LEVELS[2:]:
+        out[f"speedup_c{level}"] = round(out[f"jobs_per_min_c{level}"] / out["jobs_per_min_c1"], 2)
+    keys = ["jobs_per_min_c1", "jobs_per_min_c4", "jobs_per_min_c16", "jobs_per_min_c32", "speedup_c16", "speedup_c32",
             "enqueue_to_first_cmd_p50_ms", "peak_mem_per_job_mb"]
     extra = {"mode": args.mode, "steps_per_job": args.steps, "pool_warm": args.warm}
     print(json.dumps({**{k: out[k] for k in keys}, **extra}))

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
-
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
@@ -23,9 +20,8 @@ from workers.jobs.batches.models import BatchRecord
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.lifecycle.cancelling import cancel_batch as cancel_batch_in
 from workers.jobs.lifecycle.submission import submit_batch
-from workers.jobs.model.spec import JobSpec
-from workers.jobs.specs.batch_body import parse_body
-from workers.jobs.specs.checks import validate_jobs
+from workers.jobs.specs.batch_body import MAX_BATCH
+from workers.jobs.specs.streamed import CheckedBatch, StreamedBatch
 from workers.jobs.tenants.ceilings import tenant_ceiling
 from workers.jobs.tenants.models import TenantLimits
 from workers.jobs.tenants.quotas import check_batch_size
@@ -60,22 +56,27 @@ async def _get(batches: BatchStore, batch_id: str, who: Principal) -> BatchRecor
     return record
 
 
-@dataclass(frozen=True)
-class _Checked:
-    specs: list[JobSpec]
-    webhook_url: str | None
-    max_cost_usd: float | None
+FEED_BYTES = 256 * 1024  # body bytes checked per hop to a thread
 
 
-def _specs_of(raw: bytes, settings: Settings, who: Principal) -> _Checked:
-    """The body parsed and every spec checked (CPU work: the caller runs it in a thread, so a
-    100,000-line batch does not hold the event loop); a tenant's batch size quota is checked
-    before its specs are."""
-    request = parse_body(raw)
-    if who.tenant is not None:
-        check_batch_size(who.tenant, who.limits or TenantLimits(), len(request.jobs))
-    return _Checked(validate_jobs(request, settings, tenant_ceiling(who, settings)), request.webhook_url,
-                    request.max_cost_usd)
+async def read_batch(request: Request, settings: Settings, who: Principal) -> CheckedBatch:
+    """The body read as it arrives and every spec checked (``StreamedBatch``: JSONL line by line,
+    never the whole body in memory). The checking is CPU work, so it runs in a thread a few hundred
+    lines at a time, and a 100,000-line batch does not hold the event loop; a tenant's batch size
+    quota is answered before a bad line is."""
+    tenant, limits = who.tenant, who.limits or TenantLimits()
+    size_check = None if tenant is None else (lambda jobs: check_batch_size(tenant, limits, jobs))
+    reader = StreamedBatch(settings, tenant_ceiling(who, settings), size_check,
+                           min(MAX_BATCH, limits.max_batch_size or MAX_BATCH))
+    chunk = bytearray()
+    async for part in request.stream():
+        chunk += part
+        if len(chunk) >= FEED_BYTES:
+            await asyncio.to_thread(reader.feed, bytes(chunk))
+            chunk.clear()
+    if chunk:
+        await asyncio.to_thread(reader.feed, bytes(chunk))
+    return await asyncio.to_thread(reader.finish)
 
 
 @router.post("/batches", status_code=201, response_model=BatchRecord, openapi_extra=BATCH_BODY,
@@ -84,7 +85,7 @@ async def submit(request: Request, store: Store, who: Caller) -> BatchRecord:
     """Queue many jobs at once; every spec is checked first (a tenant's within its ceilings), and
     one bad item refuses the batch."""
     settings: Settings = request.app.state.settings
-    checked = await asyncio.to_thread(_specs_of, await request.body(), settings, who)
+    checked = await read_batch(request, settings, who)
     specs, webhook_url = checked.specs, checked.webhook_url
     await check_credentials(specs, credential_store(request, store), batch=True)
     await check_profiles(specs, profile_store(request, store), batch=True)

@@ -44,7 +44,8 @@ the public client (``daemon.client``) loads the models alone.
 * ``queue/``: Celery. ``names`` (queues, task names), ``limits`` (time limits), ``app`` (the
   app's configuration), ``publish`` (send tasks by name);
 * ``specs/``: checking submissions. ``checks`` (``check_spec``, ``validate_jobs``,
-  ``check_output_schema``), ``batch_body`` (a batch body's forms), ``schema_limits`` (an output
+  ``check_output_schema``), ``batch_body`` (a batch body's forms), ``streamed`` (a JSONL body
+  checked line by line as it arrives), ``schema_limits`` (an output
   schema's bounds, ``SchemaTooComplex``), ``output`` (checking data against a schema, off the loop);
 * ``metrics`` (every Prometheus series), ``reconcile`` (what a crash left half-done), ``live``
   (a running job's live view), ``errors`` (``JobsError``, ``SpecError``, ``QueueUnavailable``),

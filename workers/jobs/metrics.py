@@ -205,37 +205,35 @@ def _version() -> str:
         return "unknown"
 
 
+def seed(metric: Counter | Gauge | Histogram, label_sets: Iterable[str | tuple[str, ...]]) -> None:
+    """Create each of ``metric``'s label sets at zero (a string: a one-label set), so ``rate()``
+    and ratios work from the first event. The one place any module pre-seeds a labelled series."""
+    for labels in label_sets:
+        metric.labels(*((labels,) if isinstance(labels, str) else labels))
+
+
 def _init_series() -> None:
-    """Create every bounded series at zero, so ``rate()`` and ratios work from the first event."""
-    for state, category in [(JobStatus.succeeded, None), (JobStatus.cancelled, None)] + [
-        (JobStatus.failed, c) for c in FailureCategory
-    ]:
-        JOBS_TOTAL.labels(state.value, category.value if category else NO_CATEGORY)
-    for phase in ("dom", "llm", "action"):
-        STEP_SECONDS.labels(phase)
-    for outcome in WEBHOOK_OUTCOMES:
-        WEBHOOKS.labels(outcome)
-    for outcome in SCHEDULE_OUTCOMES:
-        SCHEDULE_RUNS.labels(outcome)
-    for reason in SESSION_END_REASONS:
-        SESSIONS_ENDED.labels(reason)
-    for command in COMMANDS:  # the dashboard's session panel has a series before the first session
-        SESSION_COMMANDS.labels(command, "ok")
-    for kind in POLITENESS_WAITS:
-        POLITENESS_WAIT.labels(kind)
-        POLITENESS_WAITING.labels(kind)
-    for outcome in REPLAY_OUTCOMES:
-        REPLAY_STEPS.labels(outcome)
-    for outcome in CRAWL_PAGE_OUTCOMES:
-        CRAWL_PAGES.labels(outcome)
-    for reason in CRAWL_SKIPS:
-        CRAWL_SKIPPED.labels(reason)
-    for reason in BACKOFF_REASONS:
-        POLITENESS_BACKOFFS.labels(reason)
-    for kind in CHANGE_KINDS:
-        SCHEDULE_CHANGES.labels(kind)
-    for action in Reconciled:
-        RECONCILED.labels(action.value)
+    """Create every bounded series at zero: one row per labelled family whose values are known here."""
+    finished = [(JobStatus.succeeded.value, NO_CATEGORY), (JobStatus.cancelled.value, NO_CATEGORY)]
+    seeds: list[tuple[Any, Iterable[str | tuple[str, ...]]]] = [
+        (JOBS_TOTAL, finished + [(JobStatus.failed.value, c.value) for c in FailureCategory]),
+        (STEP_SECONDS, ("dom", "llm", "action")),
+        (WEBHOOKS, WEBHOOK_OUTCOMES),
+        (SCHEDULE_RUNS, SCHEDULE_OUTCOMES),
+        (SESSIONS_ENDED, SESSION_END_REASONS),
+        # the dashboard's session panel has a series before the first session
+        (SESSION_COMMANDS, [(command, "ok") for command in COMMANDS]),
+        (POLITENESS_WAIT, POLITENESS_WAITS),
+        (POLITENESS_WAITING, POLITENESS_WAITS),
+        (REPLAY_STEPS, REPLAY_OUTCOMES),
+        (CRAWL_PAGES, CRAWL_PAGE_OUTCOMES),
+        (CRAWL_SKIPPED, CRAWL_SKIPS),
+        (POLITENESS_BACKOFFS, BACKOFF_REASONS),
+        (SCHEDULE_CHANGES, CHANGE_KINDS),
+        (RECONCILED, [action.value for action in Reconciled]),
+    ]
+    for metric, label_sets in seeds:
+        seed(metric, label_sets)
     BUILD_INFO.info({"version": _version()})
 
 
@@ -566,8 +564,7 @@ def observe_browser_crash() -> None:
 def declare_recycle_reasons(reasons: Iterable[str]) -> None:
     """Create each recycle reason's series at zero (the pool names its reasons; the kernel does not
     import the pool), so ``rate()`` works before the first recycle of its kind."""
-    for reason in reasons:
-        RECYCLES.labels(reason)
+    seed(RECYCLES, reasons)
 
 
 def observe_recycle(reason: str) -> None:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the caller hands in its artifact store; batches never open 
 COUNTERS = tuple(s.value for s in JobStatus)
 READ_CHUNK = 500  # job records read per round trip when streaming results or cancelling
 CREATE_CHUNK = 500  # jobs created per script call (keeps each call to a few milliseconds of Redis time)
-PIPELINE_CALLS = 10  # script calls per round trip: a 100,000-job batch packs 20 pipelines, not one
+PIPELINE_CALLS = 4  # script calls per round trip: 2,000 jobs; the next 2,000 are built meanwhile
 EXPIRED = "the job record expired (BROWSERD_RESULT_TTL)"
 
 
@@ -128,16 +128,27 @@ class BatchStore:
                 pipe.zadd(self.keys.schedule_runs(schedule_id), {batch_id: created_at})
             await pipe.execute()
         owner = _Owner(batch_id, schedule_id, tenant)
-        argvs = await asyncio.to_thread(self._argvs, specs, max_steps, owner)  # CPU: off the event loop
-        flat: list[Any] = []
         step = CREATE_CHUNK * PIPELINE_CALLS
-        for group in range(0, len(argvs), step):  # a few round trips, each packed while the loop stays free
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for start in range(group, min(group + step, len(argvs)), CREATE_CHUNK):
-                    await self._create_many(keys=[bkey, self.keys.batch_jobs(batch_id)],
-                                            args=argvs[start:start + CREATE_CHUNK], client=pipe)
-                for reply in await pipe.execute():
-                    flat += reply
+
+        def argvs_of(group: int) -> asyncio.Future[list[str]]:  # CPU: in a thread, off the event loop
+            return asyncio.ensure_future(asyncio.to_thread(self._argvs, specs[group:group + step],
+                                                           max_steps[group:group + step], owner))
+
+        flat: list[Any] = []
+        upcoming = argvs_of(0)
+        try:
+            for group in range(0, len(specs), step):  # a few round trips, each packed while the loop stays free
+                argvs = await upcoming
+                if group + step < len(specs):  # the next round's arguments are built while Redis runs this one's
+                    upcoming = argvs_of(group + step)
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for start in range(0, len(argvs), CREATE_CHUNK):
+                        await self._create_many(keys=[bkey, self.keys.batch_jobs(batch_id)],
+                                                args=argvs[start:start + CREATE_CHUNK], client=pipe)
+                    for reply in await pipe.execute():
+                        flat += reply
+        finally:
+            upcoming.cancel()  # Redis failed mid-way: the next round is not wanted (done already: no-op)
         job_ids = flat[0::2]
         created = [bool(int(flag)) for flag in flat[1::2]]
         if not all(created):  # an existing job is not this batch's: it is neither counted nor awaited

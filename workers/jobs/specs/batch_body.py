@@ -73,24 +73,46 @@ def parse_body(raw: bytes) -> BatchRequest:
 
 def _jsonl(text: str) -> Any:
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    items = []
-    for n, line in lines:
-        try:
-            items.append(json.loads(line))
-        except ValueError as exc:
-            raise SpecError.at(f"line {n}", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if items and isinstance(items[0], dict) and "defaults" in items[0]:
-        header = items.pop(0)
-        return {"jobs": items, "defaults": header.get("defaults"), "webhook_url": header.get("webhook_url"),
-                "mode": header.get("mode", "agent"), "max_cost_usd": header.get("max_cost_usd")}
+    items = [json_line(n, line) for n, line in lines]
+    if items and is_header(items[0]):
+        return {"jobs": items[1:], **header_fields(items[0])}
     return items
 
 
+def json_line(n: int, line: str | bytes) -> Any:
+    """Line ``n`` of a JSONL body, parsed; a line that is not JSON is named by its number."""
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise SpecError.at(f"line {n}", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def is_header(item: Any) -> bool:
+    """A JSONL body's optional first line: an object with ``defaults`` (not a JobSpec field)."""
+    return isinstance(item, dict) and "defaults" in item
+
+
+def header_fields(header: dict[str, Any]) -> dict[str, Any]:
+    return {"defaults": header.get("defaults"), "webhook_url": header.get("webhook_url"),
+            "mode": header.get("mode", "agent"), "max_cost_usd": header.get("max_cost_usd")}
+
+
 def _checked(request: BatchRequest) -> BatchRequest:
-    if not request.jobs:
+    check_count(len(request.jobs))
+    return checked_options(request)
+
+
+def check_count(jobs: int) -> None:
+    """A batch holds at least one job and at most ``MAX_BATCH``."""
+    if not jobs:
         raise SpecError.at("jobs", "the batch holds no jobs")
-    if len(request.jobs) > MAX_BATCH:
+    if jobs > MAX_BATCH:
         raise SpecError.at("jobs", f"at most {MAX_BATCH} jobs per batch; split it")
+
+
+def checked_options(request: BatchRequest) -> BatchRequest:
+    """The batch's shared options checked (defaults, mode, cost cap, webhook), its jobs not: the
+    streamed reader checks these from the header line, before the first job."""
     if not isinstance(request.defaults, dict):
         raise SpecError.at("defaults", "must be an object of JobSpec fields")
     if request.mode not in BATCH_MODES:

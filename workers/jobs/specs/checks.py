@@ -158,16 +158,25 @@ def validate_jobs(request: BatchRequest, settings: Settings, ceiling: Ceiling | 
     one refuses the batch (422, ``jobs[i].field``)."""
     if request.webhook_url is not None:
         check_webhook_url(request.webhook_url, settings)
-    specs = []
-    for index, item in enumerate(request.jobs):
-        where = f"jobs[{index}]"
-        if not isinstance(item, dict):
-            raise SpecError.at(where, "must be an object (a job spec)")
-        try:
-            spec = JobSpec.model_validate(merged(request.defaults, item) if request.defaults else item)
-            specs.append(check_spec(spec, settings, ceiling))
-        except ValidationError as exc:
-            raise problems_of(exc, where) from None
-        except SpecError as exc:
-            raise exc.within(where) from None
-    return automatic(specs, f"batch-{new_id()}") if request.mode == "auto" else specs
+    specs = [check_item(index, item, request.defaults, settings, ceiling) for index, item in enumerate(request.jobs)]
+    return batch_mode(specs, request.mode)
+
+
+def check_item(index: int, item: Any, defaults: dict[str, Any], settings: Settings,
+               ceiling: Ceiling | None = None) -> JobSpec:
+    """Job ``index`` of a batch over its ``defaults``, checked; a refusal names ``jobs[index]``."""
+    where = f"jobs[{index}]"
+    if not isinstance(item, dict):
+        raise SpecError.at(where, "must be an object (a job spec)")
+    try:
+        spec = JobSpec.model_validate(merged(defaults, item) if defaults else item)
+        return check_spec(spec, settings, ceiling)
+    except ValidationError as exc:
+        raise problems_of(exc, where) from None
+    except SpecError as exc:
+        raise exc.within(where) from None
+
+
+def batch_mode(specs: list[JobSpec], mode: str) -> list[JobSpec]:
+    """The checked specs as the batch's ``mode`` runs them (``auto``: its agent jobs share a recipe)."""
+    return automatic(specs, f"batch-{new_id()}") if mode == "auto" else specs
