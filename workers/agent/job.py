@@ -93,6 +93,7 @@ class JobInputs:
     profiles: ProfileIO | None = None
     artifacts: JobArtifacts | None = None
     replay: ReplayPlan | None = None
+    tenant: str | None = None  # a tenant's job opens only its own allowed_networks (``admit_egress``)
 
 
 class JobSession:
@@ -238,7 +239,7 @@ async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobC
     spec, lease, config = session.spec, session.lease, session.config
     policy = admit_egress(lease, config.egress, allowed_domains=spec.allowed_domains,
                           denied_domains=spec.denied_domains, allowed_networks=spec.allowed_networks,
-                          upstream=upstream)
+                          upstream=upstream, tenant=session.inputs.tenant is not None)
     expansion = spec.options.viewport_expansion
     downloads = config.downloads
     limits = cdp.DownloadLimits(folder=session.folder if downloads.max_files else None,

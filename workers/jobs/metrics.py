@@ -161,7 +161,7 @@ TOKENS_SAVED = Counter("browserd_llm_tokens_saved", "LLM tokens recipe replays d
 CRAWL_PAGES = Counter("browserd_crawl_pages", "Crawl pages, by outcome (queued: a page job created; succeeded, "
                       "failed: its visit ended).", ["outcome"])
 CRAWL_SKIPPED = Counter("browserd_crawl_links_skipped", "Links crawls found and did not queue, by reason (scope, "
-                        "depth, robots, dedup, budget).", ["reason"])
+                        "depth, robots, dedup, budget, quota).", ["reason"])
 POLITENESS_BACKOFFS = Counter("browserd_politeness_backoffs", "Times a registrable domain was slowed down, by what "
                               "the site did (http_429, http_503: its answer to a page; blocked_by_site: a job's "
                               "verdict).", ["reason"])

@@ -138,6 +138,7 @@ class CrawlSkips(BaseModel):
     robots: int = 0
     dedup: int = 0
     budget: int = 0
+    quota: int = 0  # its tenant's queued or daily quota was full when they were found (not marked seen)
 
 
 class CrawlRecord(BaseModel):
@@ -145,6 +146,7 @@ class CrawlRecord(BaseModel):
 
     id: str
     batch_id: str
+    tenant: str | None = Field(None, description="The tenant whose key started it (null: the operator's).")
     state: BatchState = Field(description="running | completed (every page queued is done) | cancelling.")
     discovered: int = Field(description="Distinct in-scope URLs found (start URLs, sitemaps, links).")
     queued: int = Field(description="Pages queued for a visit (jobs created), at most max_pages.")

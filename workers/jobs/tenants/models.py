@@ -49,6 +49,13 @@ class TenantLimits(BaseModel):
     max_cost_usd_per_day: float | None = Field(
         None, ge=0, le=10_000_000, description="Budget: USD its jobs' LLM calls may cost per UTC day; once spent, "
         "submissions answer 429 quota 'cost_per_day' until midnight UTC (jobs already queued run). Null: none.")
+    max_cost_usd_per_month: float | None = Field(
+        None, ge=0, le=100_000_000, description="Budget: USD its jobs' LLM calls may cost per UTC month; once spent, "
+        "submissions answer 429 quota 'cost_per_month' until the first of next month (jobs already queued run). "
+        "Null: none.")
+    max_artifact_bytes: int | None = Field(
+        None, ge=0, le=10**15, description="Quota: bytes its jobs' artifacts may hold in the store; once reached, "
+        "submissions answer 429 quota 'artifact_bytes' until expired jobs' artifacts are deleted. Null: no quota.")
     max_sessions: int | None = Field(
         None, ge=0, le=10_000, description="Quota: most interactive sessions open at once (429 quota 'sessions'). "
         "Null: only BROWSERD_SESSION_MAX_OPEN.")
@@ -120,6 +127,8 @@ class Quota(StrEnum):
     jobs_per_day = "jobs_per_day"
     sessions = "sessions"
     cost_per_day = "cost_per_day"
+    cost_per_month = "cost_per_month"
+    artifact_bytes = "artifact_bytes"
 
 
 class QuotaExceeded(JobsError):
@@ -141,4 +150,6 @@ class TenantUsage(BaseModel):
     waiting_dispatch: int = Field(description="Its jobs held back by fair dispatch (its turn has not come).")
     jobs_today: int = Field(description="Jobs it submitted this UTC day.")
     cost_today_usd: float = Field(description="What its jobs' LLM calls cost this UTC day, in USD.")
+    cost_month_usd: float = Field(0.0, description="What its jobs' LLM calls cost this UTC month, in USD.")
+    artifact_bytes: int = Field(0, description="Bytes its jobs' artifacts hold in the store.")
     sessions: int = Field(description="Its interactive sessions open.")
