@@ -7,9 +7,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from config.networks import parse_networks
+from workers.jobs.model.bounds import Networks, Seconds, Steps
 from workers.jobs.errors import JobsError
 
 TENANT_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -27,14 +27,14 @@ class TenantLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_networks: list[str] = Field(
-        default_factory=list, max_length=64,
+    allowed_networks: Networks = Field(
+        default_factory=list,
         description="Private networks the tenant's jobs and sessions may open (CIDRs), inside the operator's "
         "(BROWSERD_ALLOWED_NETWORKS, or any with BROWSERD_ALLOW_PRIVATE_NETWORKS); default none.")
     allowed_domains: list[str] | None = Field(
         None, max_length=256, description="Domains (and subdomains) the tenant's jobs may name; null: any.")
-    max_steps: int | None = Field(None, ge=1, le=1000, description="Most agent steps one job may ask for.")
-    timeout: float | None = Field(None, gt=0, le=86_400, description="Most seconds one job may run.")
+    max_steps: Steps | None = Field(None, description="Most agent steps one job may ask for.")
+    timeout: Seconds | None = Field(None, description="Most seconds one job may run.")
     max_running: int | None = Field(
         None, ge=1, le=100_000, description="Quota: most of its jobs running at once; the rest wait their turn "
         "(fair dispatch), never refused. Null: up to its fair share of the fleet.")
@@ -59,11 +59,6 @@ class TenantLimits(BaseModel):
     max_sessions: int | None = Field(
         None, ge=0, le=10_000, description="Quota: most interactive sessions open at once (429 quota 'sessions'). "
         "Null: only BROWSERD_SESSION_MAX_OPEN.")
-
-    @field_validator("allowed_networks")
-    @classmethod
-    def _networks(cls, value: list[str]) -> list[str]:
-        return parse_networks(value)
 
 
 class TenantRequest(BaseModel):
