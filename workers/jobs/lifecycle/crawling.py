@@ -85,17 +85,19 @@ def crawl_spec(raw: dict[str, Any], settings: Settings, where: str = "crawl",
     return spec
 
 
-async def _owner(crawls: CrawlStore, tenant: str, settings: Settings) -> _Owner:
+async def _owner(crawls: CrawlStore, tenant: str, settings: Settings) -> _TenantNow:
     """The crawl's tenant as it is now: its ceiling and quotas (None: revoked or deleted, so its
     crawl queues nothing more)."""
     found = await TenantStore(crawls.redis, crawls.keys).get(tenant)
     if found is None or found.revoked:
-        return _Owner(None, None)
-    return _Owner(found.limits, tenant_ceiling(Principal(found.name, found.limits), settings))
+        return _TenantNow(None, None)
+    return _TenantNow(found.limits, tenant_ceiling(Principal(found.name, found.limits), settings))
 
 
 @dataclass(frozen=True)
-class _Owner:
+class _TenantNow:
+    """A crawl's tenant's limits and ceiling as they are now (both None: it may queue nothing)."""
+
     limits: TenantLimits | None
     ceiling: Ceiling | None
 
@@ -117,7 +119,7 @@ async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], setting
     spec, tenant = held.spec, held.tenant
     fresh = [c for c, new in zip(found, await crawls.unseen(crawl_id, [c.url for c in found])) if new]
     await crawls.count_skips(crawl_id, {SKIP.dedup: len(found) - len(fresh)})
-    owner = _Owner(None, None) if tenant is None else await _owner(crawls, tenant, settings)
+    owner = _TenantNow(None, None) if tenant is None else await _owner(crawls, tenant, settings)
     if tenant is not None and owner.limits is None:
         await crawls.count_skips(crawl_id, {SKIP.quota: len(fresh)})
         return 0
