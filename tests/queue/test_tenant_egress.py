@@ -9,11 +9,10 @@ artifact bytes."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 from tests.queue.stack import Stack, script, stack, wait_until
+from tests.queue.test_fair_share import ok
 from tests.support.servers import StaticServer
 
 pytestmark = pytest.mark.e2e
@@ -24,12 +23,6 @@ def deploy() -> Iterator[Stack]:
     with stack(job_timeout=60, visibility_timeout=120) as s:
         s.start_worker(2)
         yield s
-
-
-def ok(s: Stack, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
-    status, answer = s.call(method, path, body, **({"token": token} if token else {}))
-    assert 200 <= status < 300, (method, path, status, answer)
-    return answer
 
 
 def test_a_tenants_job_opens_only_what_it_names_inside_its_ceiling(deploy: Stack, site: StaticServer) -> None:
