@@ -258,6 +258,10 @@ class Calls:
         return Call("POST", "/v1/crawls", json=_spec(spec), answer=CrawlRecord)
 
     @staticmethod
+    def crawls(limit: int, before: float | None) -> Call:
+        return Call("GET", "/v1/crawls", params={"limit": limit, "before": before}, answer=list[CrawlRecord])
+
+    @staticmethod
     def crawl(crawl_id: str, action: str = "") -> Call:
         path = f"/v1/crawls/{_q(crawl_id)}" + (f"/{action}" if action else "")
         return Call("POST" if action else "GET", path, answer=CrawlRecord)
@@ -684,6 +688,10 @@ class Client:
         """Start a crawl (``CrawlSpec``): its start URLs and sitemaps' pages, then the links in scope."""
         return self._call(Calls.start_crawl(spec))
 
+    def crawls(self, *, limit: int = 50, before: float | None = None) -> list[CrawlRecord]:
+        """Recent crawls, newest first (a tenant's key: its own)."""
+        return self._call(Calls.crawls(limit, before))
+
     def crawl(self, crawl_id: str) -> CrawlRecord:
         return self._call(Calls.crawl(crawl_id))
 
@@ -990,6 +998,9 @@ class AsyncClient:
 
     async def start_crawl(self, spec: CrawlSpec | dict[str, Any]) -> CrawlRecord:
         return await self._call(Calls.start_crawl(spec))
+
+    async def crawls(self, *, limit: int = 50, before: float | None = None) -> list[CrawlRecord]:
+        return await self._call(Calls.crawls(limit, before))
 
     async def crawl(self, crawl_id: str) -> CrawlRecord:
         return await self._call(Calls.crawl(crawl_id))

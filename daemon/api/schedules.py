@@ -14,7 +14,6 @@ from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.recipes import check_recipes, recipe_store
 from workers.jobs.batches.models import BatchRecord
-from workers.jobs.errors import SpecError
 from workers.jobs.schedules.change_store import MAX_RUNS_KEPT, ChangeFeed
 from workers.jobs.schedules.changes import RunChanges
 from workers.jobs.schedules.models import Schedule, ScheduleSpec
@@ -45,9 +44,6 @@ async def create_schedule(spec: ScheduleSpec, request: Request, store: Store, wh
     """A cron expression or interval that runs a job or batch template; its template is checked now
     (a tenant's within its ceilings, again at each run)."""
     settings = request.app.state.settings
-    if spec.crawl is not None and not who.admin:
-        raise SpecError.at("crawl", "crawls are the operator's until they are owned by tenants: a tenant's schedule "
-                           "runs a job or a batch")
     specs = check(spec, settings, tenant_ceiling(who, settings))
     await check_credentials(specs, credential_store(request, store), batch=spec.batch is not None)
     await check_profiles(specs, profile_store(request, store), batch=spec.batch is not None)

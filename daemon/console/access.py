@@ -1,5 +1,9 @@
 """The console's login, logout and the two dependencies every page uses: ``Viewer`` (a signed-in
-browser) and ``Actor`` (a signed-in browser making a same-origin POST with its CSRF token)."""
+browser) and ``Actor`` (a signed-in browser making a same-origin POST with its CSRF token).
+
+Both carry who signed in (``Session.who``): the admin token's session sees everything; a tenant
+key's sees only its tenant's jobs, batches and schedules (``pages``), and its key is resolved again
+on every request, so revoking or rotating it ends the session at once."""
 
 from __future__ import annotations
 
@@ -23,8 +27,11 @@ from daemon.console.auth import (
     same_origin,
 )
 from daemon.console.rendering import render
+from workers.jobs.tenants.principal import ADMIN, Principal
+from workers.jobs.tenants.store import TenantStore, key_id_of, looks_like_key
 
 MAX_FORM_BYTES = 1_000_000
+LOGIN_REFUSED = "That token is not the API token, nor a live tenant key."
 
 
 class ConsoleRedirect(Exception):
@@ -47,6 +54,22 @@ def gate_of(request: Request) -> Gate:
 class Session:
     cookie: str | None
     csrf: str
+    who: Principal = ADMIN
+
+
+def _tenants(request: Request) -> TenantStore:
+    store = request.app.state.store
+    return TenantStore(store.redis, store.keys)
+
+
+async def signed_cookie(request: Request, token: str) -> str | None:
+    """The session cookie a token signs in to: the admin token's, or a live tenant key's; None: refused."""
+    gate = gate_of(request)
+    if looks_like_key(token):
+        if gate.open or await _tenants(request).resolve(token) is None:  # no admin token: no tenants either
+            return None
+        return gate.new_session(key_id=key_id_of(token))
+    return gate.new_session() if gate.check_token(token) else None
 
 
 async def viewer(request: Request) -> Session:
@@ -55,22 +78,32 @@ async def viewer(request: Request) -> Session:
     if token is not None:  # exchange the link's token for the cookie; the token leaves the URL at once
         rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
         clean = request.url.path + (f"?{rest}" if rest else "")
-        if not gate.open and not gate.check_token(token):
+        cookie = None if gate.open else await signed_cookie(request, token)
+        if not gate.open and cookie is None:
             raise ConsoleRedirect(f"{COOKIE_PATH}/login?" + urlencode({"next": clean, "failed": "1"}))
-        raise ConsoleRedirect(clean, cookie=None if gate.open else gate.new_session())
+        raise ConsoleRedirect(clean, cookie=cookie)
     cookie = request.cookies.get(COOKIE)
-    if not gate.open and not await _signed_in(request, gate.session_of(cookie)):
+    who: Principal | None = ADMIN
+    if not gate.open:
+        who = await _signed_in(request, gate.session_of(cookie))
+    if who is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise ConsoleRedirect(f"{COOKIE_PATH}/login?" + urlencode({"next": target}))
-    return Session(cookie, gate.csrf_for(cookie))
+    request.state.console_tenant = who.tenant  # the pages' header: a tenant's own links, its name
+    return Session(cookie, gate.csrf_for(cookie), who)
 
 
-async def _signed_in(request: Request, session: SessionCookie | None) -> bool:
-    """A valid cookie whose session has not signed out."""
+async def _signed_in(request: Request, session: SessionCookie | None) -> Principal | None:
+    """Who a valid cookie whose session has not signed out belongs to (a tenant's key: still live)."""
     if session is None:
-        return False
+        return None
     store = request.app.state.store
-    return not await store.redis.exists(store.keys.console_logout(session.session_id))
+    if await store.redis.exists(store.keys.console_logout(session.session_id)):
+        return None
+    if not session.key_id:
+        return ADMIN
+    tenant = await _tenants(request).by_key_id(session.key_id)
+    return Principal(tenant.name, tenant.limits) if tenant is not None else None
 
 
 async def form_fields(request: Request) -> dict[str, list[str]]:
@@ -108,7 +141,7 @@ def set_session(response: Response, request: Request, cookie: str) -> None:
 async def login_form(request: Request, next: str | None = None, failed: str | None = None) -> Response:  # noqa: A002
     if gate_of(request).open:
         return RedirectResponse(safe_next(next), status_code=303)
-    error = "That token is not the API token." if failed else None
+    error = LOGIN_REFUSED if failed else None
     return render(request, "login.html", {"next": safe_next(next), "error": error}, status=401 if failed else 200)
 
 
@@ -119,12 +152,12 @@ async def login(request: Request) -> Response:
     fields = await form_fields(request)
     target = safe_next((fields.get("next") or [""])[0])
     gate = gate_of(request)
-    if not gate.open and not gate.check_token((fields.get("token") or [""])[0]):
-        return render(request, "login.html", {"next": target, "error": "That token is not the API token."},
-                      status=401)
+    cookie = None if gate.open else await signed_cookie(request, (fields.get("token") or [""])[0])
+    if not gate.open and cookie is None:
+        return render(request, "login.html", {"next": target, "error": LOGIN_REFUSED}, status=401)
     response = RedirectResponse(target, status_code=303)
-    if not gate.open:
-        set_session(response, request, gate.new_session())
+    if cookie is not None:
+        set_session(response, request, cookie)
     return response
 
 

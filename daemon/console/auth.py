@@ -1,7 +1,9 @@
 """Who may use the console, and proof that a state-changing request comes from the console itself.
 
-The console takes the API's bearer token (``BROWSERD_API_TOKEN``) once, from its login form or a
-``?token=`` link, and answers with a session cookie: ``<expiry>.<session id>.<HMAC(token, expiry, id)>``,
+The console takes the API's bearer token (``BROWSERD_API_TOKEN``) or a tenant's key once, from its
+login form or a ``?token=`` link, and answers with a session cookie: ``<expiry>.<session id>.<HMAC(token,
+expiry, id)>`` (a tenant key's: ``<expiry>.<session id>.<key id>.<HMAC(token, expiry, id, key id)>``, so
+its pages show only the tenant's objects, and it ends when the key is revoked or rotated),
 HttpOnly, SameSite=Strict, scoped to ``/ui``. The cookie never holds the token, expires on its own,
 stops working the moment the token changes, and stops working when its session signs out (the id
 is then recorded in Redis until the cookie would have expired: ``access.logout``). The token is never put back into a URL: a ``?token=`` link is
@@ -42,10 +44,13 @@ def _sign(key: bytes, message: str) -> str:
 
 @dataclass(frozen=True)
 class SessionCookie:
-    """A signed-in browser's session: its id (what signing out revokes) and when its cookie expires."""
+    """A signed-in browser's session: its id (what signing out revokes), when its cookie expires, and
+    the tenant key it signed in with (its public key id; '' for the admin token), which every request
+    resolves again, so a revoked or rotated key's console session ends at once."""
 
     session_id: str
     expires: int
+    key_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,21 +77,32 @@ class Gate:
     def check_token(self, given: str) -> bool:
         return self.token is not None and token_matches(self.token, given)
 
-    def new_session(self, now: float | None = None) -> str:
+    def new_session(self, now: float | None = None, key_id: str = "") -> str:
+        """A session cookie: the admin's, or (``key_id``) a tenant key's."""
         expires = int((now or time.time()) + SESSION_SECONDS)
         session_id = secrets.token_hex(16)
+        if key_id:
+            signed = _sign(self._key, f"session:{expires}:{session_id}:{key_id}")
+            return f"{expires}.{session_id}.{key_id}.{signed}"
         return f"{expires}.{session_id}.{_sign(self._key, f'session:{expires}:{session_id}')}"
 
     def session_of(self, cookie: str | None, now: float | None = None) -> SessionCookie | None:
         """The cookie's session when its signature holds and it has not expired (revocation is checked
         by the caller, in Redis)."""
-        expires, _, rest = (cookie or "").partition(".")
-        session_id, _, signature = rest.partition(".")
+        parts = (cookie or "").split(".")
+        if len(parts) == 3:
+            (expires, session_id, signature), key_id = parts, ""
+            message = f"session:{expires}:{session_id}"
+        elif len(parts) == 4 and parts[2]:
+            expires, session_id, key_id, signature = parts
+            message = f"session:{expires}:{session_id}:{key_id}"
+        else:
+            return None
         if not expires.isdigit() or int(expires) < (now or time.time()) or not session_id:
             return None
-        if not hmac.compare_digest(signature, _sign(self._key, f"session:{expires}:{session_id}")):
+        if not hmac.compare_digest(signature, _sign(self._key, message)):
             return None
-        return SessionCookie(session_id, int(expires))
+        return SessionCookie(session_id, int(expires), key_id)
 
     def session_ok(self, cookie: str | None, now: float | None = None) -> bool:
         return self.open or self.session_of(cookie, now) is not None

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from config import Settings
 from workers.jobs.errors import SpecError
+from workers.jobs.tenants.ceilings import Ceiling
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.specs.checks import check_spec, problems_of
 
@@ -135,12 +136,12 @@ def spec_body(form: SubmitForm) -> dict[str, Any]:
     return body
 
 
-def to_spec(form: SubmitForm, settings: Settings) -> JobSpec | None:
-    """The checked spec, or None with ``form.errors`` filled in."""
+def to_spec(form: SubmitForm, settings: Settings, ceiling: Ceiling | None = None) -> JobSpec | None:
+    """The checked spec (within a tenant's ``ceiling``), or None with ``form.errors`` filled in."""
     body = spec_body(form)
     early = bool(form.errors)  # the spec's checks still run, to show every other bad field at once
     try:
-        spec = check_spec(JobSpec.model_validate(body), settings)
+        spec = check_spec(JobSpec.model_validate(body), settings, ceiling)
         return None if early else spec
     except ValidationError as exc:
         problems = problems_of(exc).problems

@@ -1,5 +1,9 @@
 """The console's pages: jobs, a job's live steps, batches, schedules, recipes, the submit form and settings.
 
+A tenant's key signs in too (``access``): its pages list and open only its tenant's jobs, batches
+and schedules (another's id is a 404 page, like none), its submissions are its jobs within its
+ceilings and quotas, and the operator's pages (recipes, settings, tenants) are 404 to it.
+
 Pages read the job kernel directly (the same store the API reads) and change things through the
 kernel's own functions (``submit_job``, ``cancel_job``, ``cancel_batch``, ``steering``,
 ``ScheduleStore``), so a job cancelled (paused, resumed, followed up) here is treated exactly as
@@ -28,7 +32,7 @@ from starlette.concurrency import iterate_in_threadpool
 
 import workers.jobs.lifecycle.steering as steering
 from config import Settings, env_name
-from daemon.console.access import Actor, Viewer, form_fields
+from daemon.console.access import Actor, Session, Viewer, form_fields
 from daemon.console.auth import COOKIE_PATH
 from daemon.console.charts import outcomes
 from daemon.console.forms import SubmitForm, to_spec
@@ -58,6 +62,10 @@ from workers.jobs.schedules.change_store import ChangeFeed
 from workers.jobs.schedules.store import ScheduleStore
 from workers.jobs.store.jobs import LIST_LIMIT_MAX, JobStore
 from workers.jobs.store.streams import END, sse
+from workers.jobs.tenants.ceilings import tenant_ceiling
+from workers.jobs.tenants.models import QuotaExceeded, TenantExists, TenantKey, TenantLimits, is_tenant_name
+from workers.jobs.tenants.store import TenantStore
+from workers.jobs.tenants.principal import Principal
 
 router = APIRouter(prefix=COOKIE_PATH, include_in_schema=False)
 
@@ -89,17 +97,23 @@ def settings_of(request: Request) -> Settings:
     return request.app.state.settings
 
 
-async def _job(request: Request, job_id: str) -> JobRecord:
+def _admin(session: Session) -> None:
+    """The operator's pages: absent for a tenant's session."""
+    if not session.who.admin:
+        raise NotFound("No such page.")
+
+
+async def _job(request: Request, job_id: str, who: Principal) -> JobRecord:
     record = await store_of(request).get(job_id)
-    if record is None:
+    if record is None or not who.sees(record.tenant):
         raise NotFound(f"No job with id {job_id!r} (finished jobs are kept "
                        f"{settings_of(request).result_ttl}s, BROWSERD_RESULT_TTL).")
     return record
 
 
-async def _batch(request: Request, batch_id: str) -> BatchRecord:
+async def _batch(request: Request, batch_id: str, who: Principal) -> BatchRecord:
     record = await BatchStore(store_of(request)).get(batch_id)
-    if record is None:
+    if record is None or not who.sees(record.tenant):
         raise NotFound(f"No batch with id {batch_id!r}.")
     return record
 
@@ -125,11 +139,12 @@ def _schedule(text: str) -> str:
 async def jobs_page(request: Request, session: Viewer, state: str = "", label: str = "", batch: str = "",
                     schedule: str = "", cursor: int | None = None) -> Response:
     store = store_of(request)
+    who = session.who
     wanted = JobStatus(state) if state in JobStatus.__members__ else None
     labels = _labels(label.strip())
     schedule = _schedule(schedule.strip())
     if batch:
-        await _batch(request, batch)
+        await _batch(request, batch, who)
         ids = await BatchStore(store).job_ids(batch)
         records = [r for r in [await store.get(i) for i in ids[:LIST_LIMIT_MAX]] if r is not None]
         jobs = [r for r in records if (wanted is None or r.state == wanted)
@@ -137,30 +152,36 @@ async def jobs_page(request: Request, session: Viewer, state: str = "", label: s
         next_cursor = None
     else:
         page = await store.list(state=wanted.value if wanted else None, labels=labels, schedule=schedule or None,
-                                limit=PAGE, cursor=cursor)
+                                limit=PAGE, cursor=cursor, tenant=who.tenant)
         jobs, next_cursor = page.jobs, page.next_cursor
-    recent = (await store.list(limit=RECENT)).jobs
+    recent = (await store.list(limit=RECENT, tenant=who.tenant)).jobs
     more = urlencode({"state": state, "label": label, "schedule": schedule, "cursor": next_cursor}) \
         if next_cursor else None
     return render(request, "jobs.html", {
         "jobs": jobs, "filters": {"state": state, "label": label, "batch": batch, "schedule": schedule},
         "states": list(JobStatus),
-        "more": more, "outcomes": outcomes(recent), "counts": await store.counts(),
-        "workers": len(await store.live_workers()),
+        "more": more, "outcomes": outcomes(recent), **await _counts(store, who),
     }, csrf=session.csrf)
+
+
+async def _counts(store: JobStore, who: Principal) -> dict[str, object]:
+    """The counters: the fleet's jobs by state and its workers for the admin; a tenant's own live
+    jobs only (the fleet is not its to see)."""
+    if who.tenant is None:
+        return {"counts": await store.counts(), "workers": len(await store.live_workers())}
+    queued, running = await store.redis.hmget(store.keys.tenant_usage(who.tenant), ["queued", "running"])
+    return {"counts": {"queued": max(0, int(queued or 0)), "running": max(0, int(running or 0))}, "workers": None}
 
 
 @router.get("/counters", response_class=HTMLResponse)
 async def counters(request: Request, session: Viewer) -> Response:
     """The live counters (htmx polls this fragment)."""
-    store = store_of(request)
-    return render(request, "_counters.html", {"counts": await store.counts(),
-                                               "workers": len(await store.live_workers())})
+    return render(request, "_counters.html", await _counts(store_of(request), session.who))
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 async def job_page(request: Request, job_id: str, session: Viewer) -> Response:
-    job = await _job(request, job_id)
+    job = await _job(request, job_id, session.who)
     files = await asyncio.to_thread(_artifacts_of(request, job_id).list)
     return render(request, "job.html", {"job": job, "artifacts": by_run(files)}, csrf=session.csrf)
 
@@ -176,7 +197,7 @@ def _artifacts_of(request: Request, job_id: str) -> JobArtifacts:
 @router.get("/jobs/{job_id}/artifacts/{name}")
 async def job_artifact(request: Request, job_id: str, name: str, session: Viewer) -> Response:
     """One artifact, as ``GET /v1/jobs/{id}/artifacts/{name}`` serves it (screenshots shown inline)."""
-    await _job(request, job_id)
+    await _job(request, job_id, session.who)
     folder = _artifacts_of(request, job_id)
     try:
         size = await asyncio.to_thread(folder.size, name)
@@ -188,14 +209,14 @@ async def job_artifact(request: Request, job_id: str, name: str, session: Viewer
 
 @router.get("/jobs/{job_id}/summary", response_class=HTMLResponse)
 async def job_summary(request: Request, job_id: str, session: Viewer) -> Response:
-    job = await _job(request, job_id)
+    job = await _job(request, job_id, session.who)
     return render(request, "_job_summary.html", {"job": job}, csrf=session.csrf)
 
 
 @router.get("/jobs/{job_id}/events")
 async def job_events(request: Request, job_id: str, session: Viewer) -> StreamingResponse:
     """The job's events for the live step view: the same stream as ``GET /v1/jobs/{id}/events``."""
-    await _job(request, job_id)
+    await _job(request, job_id, session.who)
     after = request.headers.get("last-event-id") or "0-0"
     if not all(part.isdigit() for part in after.split("-", 1)):
         after = "0-0"
@@ -207,7 +228,7 @@ async def job_events(request: Request, job_id: str, session: Viewer) -> Streamin
 @router.get("/jobs/{job_id}/live")
 async def job_live(request: Request, job_id: str, session: Viewer) -> StreamingResponse:
     """The job's browser tab as JPEG frames (server-sent events) while this stream is open."""
-    await _job(request, job_id)
+    await _job(request, job_id, session.who)
     return StreamingResponse(_live(request, job_id), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -233,19 +254,19 @@ async def _live(request: Request, job_id: str) -> AsyncIterator[str]:
 
 @router.post("/jobs/{job_id}/cancel")
 async def job_cancel(request: Request, job_id: str, session: Actor) -> Response:
-    await _job(request, job_id)
+    await _job(request, job_id, session.who)
     await cancel_job(store_of(request), job_id)
     return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
 
 
 @router.post("/jobs/{job_id}/pause")
 async def job_pause(request: Request, job_id: str, session: Actor) -> Response:
-    return await _steer(request, job_id, steering.pause)
+    return await _steer(request, job_id, steering.pause, session.who)
 
 
 @router.post("/jobs/{job_id}/resume")
 async def job_resume(request: Request, job_id: str, session: Actor) -> Response:
-    return await _steer(request, job_id, steering.resume)
+    return await _steer(request, job_id, steering.resume, session.who)
 
 
 @router.post("/jobs/{job_id}/follow-up")
@@ -255,11 +276,12 @@ async def job_follow_up(request: Request, job_id: str, session: Actor) -> Respon
         body = FollowUpRequest(task=task)
     except ValidationError as exc:
         raise BadInput(f"task: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-    return await _steer(request, job_id, lambda store, job: steering.follow_up(store, job, body))
+    return await _steer(request, job_id, lambda store, job: steering.follow_up(store, job, body), session.who)
 
 
-async def _steer(request: Request, job_id: str, action: Callable[[JobStore, str], Awaitable[object]]) -> Response:
-    await _job(request, job_id)
+async def _steer(request: Request, job_id: str, action: Callable[[JobStore, str], Awaitable[object]],
+                 who: Principal) -> Response:
+    await _job(request, job_id, who)
     try:
         await action(store_of(request), job_id)
     except SteerRefused as exc:
@@ -279,11 +301,15 @@ async def submit_page(request: Request, session: Viewer) -> Response:
 async def submit(request: Request, session: Actor) -> Response:
     form = SubmitForm.from_fields(await form_fields(request))
     settings = settings_of(request)
-    spec = to_spec(form, settings)
+    spec = to_spec(form, settings, tenant_ceiling(session.who, settings))
     if spec is None:
         return render(request, "submit.html", {"form": form, "proxy_pools": sorted(settings.proxy_pools)},
                       csrf=session.csrf, status=422)
-    job_id = (await submit_job(store_of(request), spec, settings)).job_id
+    try:
+        job_id = (await submit_job(store_of(request), spec, settings, tenant=session.who.tenant)).job_id
+    except QuotaExceeded as exc:
+        return render(request, "error.html", {"title": "Over quota", "message": str(exc)}, csrf=session.csrf,
+                      status=429)
     return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
 
 
@@ -294,11 +320,11 @@ async def batches_page(request: Request, session: Viewer) -> Response:
     """Batches of the most recent jobs, newest first, and a box to open one by id."""
     store = store_of(request)
     seen: list[str] = []
-    for job in (await store.list(limit=RECENT)).jobs:
+    for job in (await store.list(limit=RECENT, tenant=session.who.tenant)).jobs:
         if job.batch and job.batch not in seen:
             seen.append(job.batch)
     batches = BatchStore(store)
-    records = [b for b in [await batches.get(i) for i in seen] if b is not None]
+    records = [b for b in [await batches.get(i) for i in seen] if b is not None and session.who.sees(b.tenant)]
     return render(request, "batches.html", {"batches": records}, csrf=session.csrf)
 
 
@@ -309,18 +335,19 @@ async def batch_open(session: Viewer, id: str = "") -> Response:  # noqa: A002
 
 @router.get("/batches/{batch_id}", response_class=HTMLResponse)
 async def batch_page(request: Request, batch_id: str, session: Viewer) -> Response:
-    batch = await _batch(request, batch_id)
+    batch = await _batch(request, batch_id, session.who)
     return render(request, "batch.html", {"batch": batch}, csrf=session.csrf)
 
 
 @router.get("/batches/{batch_id}/summary", response_class=HTMLResponse)
 async def batch_summary(request: Request, batch_id: str, session: Viewer) -> Response:
-    return render(request, "_batch_summary.html", {"batch": await _batch(request, batch_id)}, csrf=session.csrf)
+    return render(request, "_batch_summary.html", {"batch": await _batch(request, batch_id, session.who)},
+                  csrf=session.csrf)
 
 
 @router.get("/batches/{batch_id}/results")
 async def batch_results(request: Request, batch_id: str, session: Viewer) -> StreamingResponse:
-    await _batch(request, batch_id)
+    await _batch(request, batch_id, session.who)
 
     async def lines() -> AsyncIterator[bytes]:
         async for line in BatchStore(store_of(request)).results(batch_id, _store(request)):
@@ -332,8 +359,8 @@ async def batch_results(request: Request, batch_id: str, session: Viewer) -> Str
 
 @router.post("/batches/{batch_id}/cancel")
 async def batch_cancel(request: Request, batch_id: str, session: Actor) -> Response:
-    await _batch(request, batch_id)
-    await cancel_batch(store_of(request), batch_id)
+    batch = await _batch(request, batch_id, session.who)
+    await cancel_batch(store_of(request), batch_id, batch.tenant)
     return RedirectResponse(f"{COOKIE_PATH}/batches/{batch_id}", status_code=303)
 
 
@@ -343,7 +370,7 @@ CONSOLE_CHANGES = 10  # the newest runs' changes a schedule's page shows
 
 @router.get("/schedules", response_class=HTMLResponse)
 async def schedules_page(request: Request, session: Viewer) -> Response:
-    schedules = await ScheduleStore(store_of(request)).list()
+    schedules = await ScheduleStore(store_of(request)).list(session.who.tenant)
     return render(request, "schedules.html", {"schedules": schedules}, csrf=session.csrf)
 
 
@@ -351,7 +378,7 @@ async def schedules_page(request: Request, session: Viewer) -> Response:
 async def schedule_page(request: Request, schedule_id: str, session: Viewer) -> Response:
     schedules = ScheduleStore(store_of(request))
     schedule = await schedules.get(schedule_id)
-    if schedule is None:
+    if schedule is None or not session.who.sees(schedule.tenant):
         raise NotFound(f"No schedule with id {schedule_id!r}.")
     runs = await schedules.runs(schedule_id, 50)
     changes = list(reversed(await ChangeFeed(store_of(request)).entries(schedule_id, limit=CONSOLE_CHANGES)))
@@ -362,7 +389,8 @@ async def schedule_page(request: Request, schedule_id: str, session: Viewer) -> 
 @router.post("/schedules/{schedule_id}/{action}")
 async def schedule_action(request: Request, schedule_id: str, action: str, session: Actor) -> Response:
     schedules = ScheduleStore(store_of(request))
-    if action not in ("pause", "resume", "run") or await schedules.get(schedule_id) is None:
+    schedule = await schedules.get(schedule_id)
+    if action not in ("pause", "resume", "run") or schedule is None or not session.who.sees(schedule.tenant):
         raise NotFound(f"No schedule with id {schedule_id!r}, or no action {action!r} (pause, resume, run).")
     if action == "run":
         batch = await schedules.fire(schedule_id, settings_of(request), force=True)
@@ -382,6 +410,7 @@ def recipes_of(request: Request) -> RecipeStore:
 
 @router.get("/recipes", response_class=HTMLResponse)
 async def recipes_page(request: Request, session: Viewer) -> Response:
+    _admin(session)
     recipes = await recipes_of(request).list()
     return render(request, "recipes.html", {"recipes": recipes}, csrf=session.csrf)
 
@@ -395,6 +424,7 @@ async def _recipe(request: Request, name: str, version: int | None = None) -> Re
 
 @router.get("/recipes/{name}", response_class=HTMLResponse)
 async def recipe_page(request: Request, name: str, session: Viewer, version: int | None = None) -> Response:
+    _admin(session)
     info = await _recipe(request, name, version)
     steps = [describe_step(step) for step in info.recipe.steps]
     return render(request, "recipe.html", {"info": info, "steps": steps}, csrf=session.csrf)
@@ -402,15 +432,68 @@ async def recipe_page(request: Request, name: str, session: Viewer, version: int
 
 @router.post("/recipes/{name}/delete")
 async def recipe_delete(request: Request, name: str, session: Actor) -> Response:
+    _admin(session)
     await _recipe(request, name)
     await recipes_of(request).delete(name)
     return RedirectResponse(f"{COOKIE_PATH}/recipes", status_code=303)
+
+
+# --- tenants (the operator's) -----------------------------------------------------------------
+
+def _tenants(request: Request) -> TenantStore:
+    store = store_of(request)
+    return TenantStore(store.redis, store.keys)
+
+
+async def _tenants_page(request: Request, session: Session, made: TenantKey | None = None,
+                        error: str | None = None, status: int = 200) -> Response:
+    tenants = await _tenants(request).list()
+    return render(request, "tenants.html", {"tenants": tenants, "made": made, "error": error}, csrf=session.csrf,
+                  status=status)
+
+
+@router.get("/tenants", response_class=HTMLResponse)
+async def tenants_page(request: Request, session: Viewer) -> Response:
+    """Tenants and their keys' ids (never a key); create, rotate, revoke. A key is shown once, in
+    the page that answers its create or rotate (``Cache-Control: no-store``), never again."""
+    _admin(session)
+    return await _tenants_page(request, session)
+
+
+@router.post("/tenants", response_class=HTMLResponse)
+async def tenant_create(request: Request, session: Actor) -> Response:
+    _admin(session)
+    name = (await form_fields(request)).get("name", [""])[0].strip()
+    if settings_of(request).api_token is None:
+        return await _tenants_page(request, session, error="Set BROWSERD_API_TOKEN first: without it every request "
+                                   "is the admin, and a tenant's objects would be open to anyone.", status=409)
+    if not is_tenant_name(name):
+        return await _tenants_page(request, session, error=f"{name!r} is not a tenant name: lowercase letters, "
+                                   "digits, '-' and '_', at most 63 characters.", status=422)
+    try:
+        made = await _tenants(request).create(name, TenantLimits())
+    except TenantExists as exc:
+        return await _tenants_page(request, session, error=str(exc), status=409)
+    return await _tenants_page(request, session, made=made, status=201)
+
+
+@router.post("/tenants/{name}/{action}", response_class=HTMLResponse)
+async def tenant_action(request: Request, name: str, action: str, session: Actor) -> Response:
+    _admin(session)
+    tenants = _tenants(request)
+    if action not in ("rotate", "revoke") or not is_tenant_name(name) or await tenants.get(name) is None:
+        raise NotFound(f"No tenant {name!r}, or no action {action!r} (rotate, revoke).")
+    if action == "rotate":
+        return await _tenants_page(request, session, made=await tenants.rotate(name))
+    await tenants.revoke(name)
+    return await _tenants_page(request, session)
 
 
 # --- settings ----------------------------------------------------------------------------------
 
 @router.get("/settings", response_class=HTMLResponse)
 async def settings_page(request: Request, session: Viewer) -> Response:
+    _admin(session)
     settings = settings_of(request)
     rows = [{"name": env_name(name), "value": value, "about": type(settings).model_fields[name].description or ""}
             for name, value in masked_settings(settings).items()]

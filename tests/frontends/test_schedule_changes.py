@@ -141,7 +141,7 @@ def test_the_change_feed_of_no_schedule_is_404(api: TestClient, schedule_id: str
     assert api.get(f"/v1/schedules/{schedule_id}/changes").status_code == 404
 
 
-def test_a_crawl_schedule_is_checked_like_a_crawl_and_is_the_operators(api: TestClient) -> None:
+def test_a_crawl_schedule_is_checked_like_a_crawl_and_is_its_tenants(api: TestClient) -> None:
     crawl = {"start_urls": ["https://shop.example/"], "max_pages": 5}
     made = api.post("/v1/schedules", json={"every": 3600, "enabled": False, "crawl": crawl})
     assert made.status_code == 201, made.text
@@ -156,7 +156,10 @@ def test_a_crawl_schedule_is_checked_like_a_crawl_and_is_the_operators(api: Test
         refused = api.post("/v1/schedules", json={"every": 3600, **body})
         assert refused.status_code == 422, (body, refused.text)
         assert field in [f["field"] for f in refused.json()["fields"]], (body, refused.json())
-    acme = tenant(api, "acme")
-    refused = api.post("/v1/schedules", json={"every": 3600, "crawl": crawl}, headers=acme)
-    assert refused.status_code == 422 and refused.json()["fields"][0]["field"] == "crawl"
-    assert "operator's" in refused.json()["message"]
+    acme = tenant(api, "acme")  # crawls are owned by tenants now: a tenant's crawl schedule is its own
+    mine = api.post("/v1/schedules", json={"every": 3600, "enabled": False, "crawl": crawl}, headers=acme)
+    assert mine.status_code == 201 and mine.json()["tenant"] == "acme", mine.text
+    refused = api.post("/v1/schedules", json={"every": 3600, "crawl": {**crawl, "allowed_networks": ["127.0.0.1/32"]}},
+                       headers=acme)  # within its ceiling (no network of its own), not only the operator's
+    assert refused.status_code == 422 and refused.json()["fields"][0]["field"] == "crawl.allowed_networks"
+    assert "tenant 'acme'" in refused.json()["message"]

@@ -252,9 +252,13 @@ class Firewall:
 
 def admit_egress(lease: cdp.Lease, rule: GlobalEgress, *, allowed_domains: Sequence[str] = (),
                  denied_domains: Sequence[str] = (), allowed_networks: Sequence[str] = (),
-                 upstream: cdp.UpstreamProxy | None = None, fallback: cdp.Fallback | None = None) -> UrlPolicy:
+                 upstream: cdp.UpstreamProxy | None = None, fallback: cdp.Fallback | None = None,
+                 tenant: bool = False) -> UrlPolicy:
     """Put the lease's gate under one job's (or session's) rule: the settings' domain lists (``rule``)
     with its own, and private networks closed unless the settings or ``allowed_networks`` open them.
+    A ``tenant``'s job or session opens only its own ``allowed_networks`` (checked at submission
+    inside its tenant's ceiling and the operator's): the operator's ``BROWSERD_ALLOWED_NETWORKS`` and
+    ``BROWSERD_ALLOW_PRIVATE_NETWORKS`` are its upper bound, never opened for it.
     A lease without a gate cannot enforce that rule on workers and sockets, so it is refused.
     ``upstream`` is the job's own proxy, which the gate dials through (the rule still judges each destination);
     ``fallback`` gives another when it fails (a proxy pool)."""
@@ -262,6 +266,9 @@ def admit_egress(lease: cdp.Lease, rule: GlobalEgress, *, allowed_domains: Seque
                              global_allowed=rule.allowed_domains, global_denied=rule.denied_domains)
     if lease.egress is None:
         raise EgressUnavailable()
-    networks = NetworkPolicy.build(rule.allow_private_networks, [*rule.allowed_networks, *allowed_networks])
+    if tenant:
+        networks = NetworkPolicy.build(False, allowed_networks)
+    else:
+        networks = NetworkPolicy.build(rule.allow_private_networks, [*rule.allowed_networks, *allowed_networks])
     lease.egress.admit(JobEgress(policy, networks), upstream, fallback)
     return policy

@@ -97,6 +97,7 @@ class JobInputs:
     replay: ReplayPlan | None = None
     proxies: ProxyRotation | None = None  # the job's proxy pool (proxy_pool), instead of its own proxy
     unchanged: UnchangedCheck | None = None  # a scheduled job's last read of its page (incremental runs)
+    tenant: str | None = None  # a tenant's job opens only its own allowed_networks (``admit_egress``)
 
 
 class JobSession:
@@ -248,7 +249,8 @@ async def _open(session: JobSession, upstream: cdp.UpstreamProxy | None) -> JobC
     spec, lease, config = session.spec, session.lease, session.config
     policy = admit_egress(lease, config.egress, allowed_domains=spec.allowed_domains,
                           denied_domains=spec.denied_domains, allowed_networks=spec.allowed_networks,
-                          upstream=upstream, fallback=session.inputs.proxies.replace if session.inputs.proxies else None)
+                          upstream=upstream, fallback=session.inputs.proxies.replace if session.inputs.proxies else None,
+                          tenant=session.inputs.tenant is not None)
     expansion = spec.options.viewport_expansion
     downloads = config.downloads
     limits = cdp.DownloadLimits(folder=session.folder if downloads.max_files else None,

@@ -50,7 +50,8 @@ class SessionBrowser:
         """The lease under the session's egress rule (its domain lists and networks, ``access``), its
         downloads refused, its dialogs dismissed, its tabs ``access.viewport`` in size."""
         policy = admit_egress(lease, config.egress, allowed_domains=access.allowed_domains,
-                              denied_domains=access.denied_domains, allowed_networks=access.allowed_networks)
+                              denied_domains=access.denied_domains, allowed_networks=access.allowed_networks,
+                              tenant=access.tenant is not None)
         cancel = CancelToken()
         browser = AgentBrowser(lease, Firewall(policy), cancel, viewport_expansion=config.defaults.viewport_expansion,
                                downloads=cdp.DownloadLimits(folder=None))

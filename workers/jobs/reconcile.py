@@ -44,6 +44,7 @@ from workers.jobs.queue.results import mark_retried
 from workers.jobs.store.codec import JobLiveness, now
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.tenants.dispatch import Dispatcher
+from workers.jobs.tenants.quotas import Quotas
 from workers.jobs.webhooks.outbox import Outbox
 
 log = logging.getLogger("browserd.reconcile")
@@ -252,6 +253,7 @@ class Reconciler:
             return True
         try:
             self._deleted += await asyncio.to_thread(self.artifacts.delete_jobs, jobs)
+            await Quotas(self.redis, self.keys).forget_artifacts(jobs)  # their tenants' max_artifact_bytes
         except Exception as exc:
             log.error("artifacts of %d expired jobs not deleted (tried again next pass): %s: %s", len(jobs),
                       type(exc).__name__, exc)

@@ -24,6 +24,7 @@ from typing import Protocol
 
 import cdp
 from config import bind, note
+from config.logs import current
 from config.tasks import cancel_and_wait
 from workers.agent import AgentEvent, JobInputs, JobSession
 from workers.agent.failures import failure
@@ -131,8 +132,10 @@ class Pipeline:
     def _begin(self, job_id: str, attempt: int, spec: JobSpec | None) -> JobRun:
         shown = spec or JobSpec(task="(the job record vanished)")
         budget = TimeBudget(job_limit(shown, self.services))
+        # The record's tenant (``RunRecords.spec`` put it in the context): its egress is its own networks only.
         run = JobRun(job_id, attempt, shown, budget, JobInputs(spec=shown, config=self.services.agent,
-                                                               telemetry=self.services.telemetry))
+                                                               telemetry=self.services.telemetry,
+                                                               tenant=current().get("tenant")))
         run.inputs.is_cancelled, run.inputs.is_paused = run.is_cancelled, run.is_paused
         run.owner_cancel = self.records.owner_cancel()
         self.runs[job_id] = run

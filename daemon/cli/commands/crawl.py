@@ -2,7 +2,8 @@
 [--wait]``: start a crawl, optionally following its progress.
 
 ``browserd crawl --cancel ID`` stops a crawl; ``browserd crawl --attach ID`` follows one started
-earlier; ``browserd crawl --results ID`` prints its pages as JSON lines.
+earlier; ``browserd crawl --results ID`` prints its pages as JSON lines; ``browserd crawl --list``
+lists recent crawls (a tenant's key: its own).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
     p.add_argument("--attach", metavar="CRAWL_ID", help="follow an existing crawl's progress (implies --wait)")
     p.add_argument("--results", metavar="CRAWL_ID", help="print that crawl's pages as JSON lines")
+    p.add_argument("--list", action="store_true", help="list recent crawls, newest first, instead")
     p.add_argument("--json", action="store_true", help="print the crawl record as JSON")
     p.set_defaults(handler=run)
 
@@ -58,13 +60,21 @@ def as_batch(crawl: CrawlRecord) -> dict[str, Any]:
 
 @api_command
 def run(args: argparse.Namespace) -> int:
-    given = [name for name in ("cancel", "attach", "results") if getattr(args, name)] + (["URL"] if args.urls or
-                                                                                       args.sitemap else [])
+    given = [name for name in ("cancel", "attach", "results", "list") if getattr(args, name)] + (
+        ["URL"] if args.urls or args.sitemap else [])
     if len(given) != 1:
-        print("browserd crawl: give start URLs (or --sitemap), or --cancel ID, --attach ID or --results ID "
+        print("browserd crawl: give start URLs (or --sitemap), or --cancel ID, --attach ID, --results ID or --list "
               "(exactly one)", file=sys.stderr)
         return EXIT_USAGE
     api = client()
+    if args.list:
+        crawls = api.crawls()
+        if args.json:
+            print_json([c.model_dump(mode="json") for c in crawls])
+        for c in [] if args.json else crawls:
+            print(f"{c.id}  {c.state.value}  {c.visited}/{c.queued} visited  {c.created_at:%Y-%m-%d %H:%M:%S}  "
+                  f"{c.spec.seeds()[0]}")
+        return 0
     if args.results:
         for line in api.crawl_results(args.results):
             print(line.model_dump_json())

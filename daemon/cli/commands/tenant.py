@@ -3,6 +3,7 @@
     browserd tenant create acme [--network 10.1.0.0/16] [--domain acme.example] [--max-steps 50] [--timeout 600]
     browserd tenant list [--json]
     browserd tenant limits acme --max-running 4 --max-queued 1000 --max-batch-size 500 --max-jobs-per-day 20000 --max-sessions 2
+        --max-artifact-bytes 10000000000 --max-cost-usd-per-day 20 --max-cost-usd-per-month 400
     browserd tenant usage acme       # queued, running, held by fair dispatch, submitted today, sessions
     browserd tenant rotate acme      # a new key; the old one fails at once
     browserd tenant revoke acme      # the key fails at once everywhere; the tenant's objects stay
@@ -56,6 +57,8 @@ def _limit_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{flag.replace('_', '-')}", type=int, metavar="N", help=text)
     p.add_argument("--max-cost-usd-per-day", type=float, metavar="USD",
                    help="budget: USD its jobs' LLM calls may cost per UTC day (429 past it)")
+    p.add_argument("--max-cost-usd-per-month", type=float, metavar="USD",
+                   help="budget: USD its jobs' LLM calls may cost per UTC month (429 past it)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -65,6 +68,7 @@ QUOTA_FLAGS = {  # TenantLimits' quota fields: --max-running ...
     "max_batch_size": "quota: most jobs in one batch (429 past it)",
     "max_jobs_per_day": "quota: most jobs submitted per UTC day (429 past it)",
     "max_sessions": "quota: most interactive sessions open at once (429 past it)",
+    "max_artifact_bytes": "quota: bytes its jobs' artifacts may hold in the store (429 past it)",
 }
 
 
@@ -72,6 +76,7 @@ def _limits(args: argparse.Namespace) -> TenantLimits:
     return TenantLimits(allowed_networks=args.network, allowed_domains=args.domain, max_steps=args.max_steps,
                         timeout=args.timeout, max_cost_usd_per_day=args.max_cost_usd_per_day,
                         proxy_pools=args.proxy_pool,
+                        max_cost_usd_per_month=args.max_cost_usd_per_month,
                         **{name: getattr(args, name) for name in QUOTA_FLAGS})
 
 
@@ -83,7 +88,8 @@ def _line(t: TenantInfo) -> str:
     parts += [f"timeout {limits.timeout:g}s"] if limits.timeout is not None else []
     parts += [f"proxy_pools {','.join(limits.proxy_pools)}"] if limits.proxy_pools else []
     parts += [f"{name} {getattr(limits, name)}" for name in QUOTA_FLAGS if getattr(limits, name) is not None]
-    parts += [f"max_cost_usd_per_day {limits.max_cost_usd_per_day:g}"] if limits.max_cost_usd_per_day is not None else []
+    parts += [f"{name} {getattr(limits, name):g}" for name in ("max_cost_usd_per_day", "max_cost_usd_per_month")
+              if getattr(limits, name) is not None]
     return f"{t.name}  key {t.key_id}  {'REVOKED  ' if t.revoked else ''}{'  '.join(parts)}"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from config.hosts import normalise_entries
-from config.networks import parse_networks
+from workers.jobs.model.bounds import Networks, Seconds
 from workers.jobs.batches.models import BatchCounts, BatchState
 from workers.jobs.crawls.urls import DEFAULT_TRACKING
 from workers.jobs.model.spec import JobSpec, check_labels
@@ -63,7 +63,7 @@ class CrawlSpec(BaseModel):
         default_factory=list, description="The domains (and subdomains) the crawl may visit; by default the "
         "registrable domains of its start URLs and sitemaps.")
     denied_domains: list[str] = Field(default_factory=list, description="Never these domains (and subdomains).")
-    allowed_networks: list[str] = Field(default_factory=list, max_length=64,
+    allowed_networks: Networks = Field(default_factory=list,
                                         description="Private networks the pages may be on (as a job's).")
     task: str | None = Field(None, min_length=1, max_length=20_000, description="The agent's task on each page.")
     script: list[dict[str, Any]] | None = Field(None, description="Actions run on each page once it is open.")
@@ -72,7 +72,7 @@ class CrawlSpec(BaseModel):
     politeness: PolitenessOptions = Field(
         default_factory=lambda: PolitenessOptions(respect_robots_txt=True),
         description="As a job's; a crawl respects robots.txt (Disallow and Crawl-delay) by default.")
-    timeout: float | None = Field(None, gt=0, le=86_400, description="Each page's wall-clock limit in seconds.")
+    timeout: Seconds | None = Field(None, description="Each page's wall-clock limit in seconds.")
     priority: Priority = Priority.normal
     labels: dict[str, str] = Field(default_factory=dict, description="Labels of every page's job.")
     webhook_url: HttpUrl | None = Field(None, description="POSTed once the crawl's last page is done.")
@@ -93,11 +93,6 @@ class CrawlSpec(BaseModel):
     @classmethod
     def _domains(cls, value: list[str]) -> list[str]:
         return normalise_entries(value)
-
-    @field_validator("allowed_networks")
-    @classmethod
-    def _networks(cls, value: list[str]) -> list[str]:
-        return parse_networks(value)
 
     @field_validator("labels")
     @classmethod
@@ -138,6 +133,7 @@ class CrawlSkips(BaseModel):
     robots: int = 0
     dedup: int = 0
     budget: int = 0
+    quota: int = 0  # its tenant's queued or daily quota was full when they were found (not marked seen)
 
 
 class CrawlRecord(BaseModel):
@@ -145,6 +141,7 @@ class CrawlRecord(BaseModel):
 
     id: str
     batch_id: str
+    tenant: str | None = Field(None, description="The tenant whose key started it (null: the operator's).")
     state: BatchState = Field(description="running | completed (every page queued is done) | cancelling.")
     discovered: int = Field(description="Distinct in-scope URLs found (start URLs, sitemaps, links).")
     queued: int = Field(description="Pages queued for a visit (jobs created), at most max_pages.")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from workers.jobs.artifacts.store import ArtifactStore
 
 MAX_SITEMAP_ERRORS = 20  # sitemap errors kept in the record
+READ_CHUNK = 200  # crawl ids read from the index per round trip when listing
 
 
 @dataclass(frozen=True)
@@ -65,10 +66,11 @@ class CrawlIds:
 
 @dataclass(frozen=True)
 class HeldCrawl:
-    """A crawl's spec as recorded, and its batch's id."""
+    """A crawl's spec as recorded, its batch's id and its tenant (None: the operator's)."""
 
     spec: CrawlSpec
     batch_id: str
+    tenant: str | None = None
 
 
 class CrawlStore:
@@ -79,14 +81,15 @@ class CrawlStore:
         self.keys = jobs.keys
         self._admit = self.redis.register_script(source("crawl_admit", CREATE_ONE=source("job_create")))
 
-    async def create(self, spec: CrawlSpec, schedule_id: str | None = None) -> CrawlIds:
-        """Record a crawl and its (empty) batch (a run of ``schedule_id``, when given); returns their
-        ids. Seeds are ``admit``-ted next."""
+    async def create(self, spec: CrawlSpec, schedule_id: str | None = None, tenant: str | None = None) -> CrawlIds:
+        """Record a crawl and its (empty) batch (a run of ``schedule_id``, when given; ``tenant``'s,
+        or the operator's: the batch and every page's job carry it); returns their ids. Seeds are
+        ``admit``-ted next."""
         made = await self.batches.create([], [], webhook_url=str(spec.webhook_url) if spec.webhook_url else None,
-                                         schedule_id=schedule_id)
+                                         schedule_id=schedule_id, tenant=tenant)
         crawl_id = new_id()
         created_at = datetime.now(UTC).timestamp()
-        fields = {"id": crawl_id, "batch": made.batch_id, "spec": spec.model_dump_json(),
+        fields = {"id": crawl_id, "batch": made.batch_id, "spec": spec.model_dump_json(), "tenant": tenant or "",
                   "created_at": repr(created_at), "max_pages": spec.max_pages, "deadline": "0", "queued": 0}
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self.keys.crawl(crawl_id), mapping=fields)
@@ -94,6 +97,17 @@ class CrawlStore:
             pipe.zadd(self.keys.crawls, {crawl_id: created_at})
             await pipe.execute()
         return CrawlIds(crawl_id, made.batch_id)
+
+    async def discard(self, crawl_id: str, batch_id: str, schedule_id: str | None = None) -> None:
+        """Forget a crawl refused before any page was queued (its tenant's quota), and its empty batch."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.delete(self.keys.crawl(crawl_id), self.keys.crawl_seen(crawl_id), self.keys.crawl_pages(crawl_id),
+                        self.keys.batch(batch_id), self.keys.batch_jobs(batch_id))
+            pipe.zrem(self.keys.crawls, crawl_id)
+            pipe.zrem(self.keys.batches, batch_id)
+            if schedule_id:
+                pipe.zrem(self.keys.schedule_runs(schedule_id), batch_id)
+            await pipe.execute()
 
     async def start_clock(self, crawl_id: str, max_duration: float | None) -> None:
         """From now on, no page is queued after ``created_at + max_duration``: set once the seeds are
@@ -103,9 +117,9 @@ class CrawlStore:
             await self.redis.hset(self.keys.crawl(crawl_id), "deadline", repr(created_at + max_duration))
 
     async def spec(self, crawl_id: str) -> HeldCrawl | None:
-        """The crawl's spec and batch id; None when the crawl is gone."""
-        raw, batch_id = await self.redis.hmget(self.keys.crawl(crawl_id), ["spec", "batch"])
-        return HeldCrawl(CrawlSpec.model_validate_json(raw), batch_id) if raw and batch_id else None
+        """The crawl's spec, batch id and tenant; None when the crawl is gone."""
+        raw, batch_id, tenant = await self.redis.hmget(self.keys.crawl(crawl_id), ["spec", "batch", "tenant"])
+        return HeldCrawl(CrawlSpec.model_validate_json(raw), batch_id, tenant or None) if raw and batch_id else None
 
     async def unseen(self, crawl_id: str, urls: list[str]) -> list[bool]:
         """Whether each URL is not yet in the crawl's seen set (a hint: ``admit`` decides)."""
@@ -113,16 +127,17 @@ class CrawlStore:
             return []
         return [not flag for flag in await self.redis.smismember(self.keys.crawl_seen(crawl_id), urls)]
 
-    async def admit(self, crawl_id: str, batch_id: str, found: list[FoundURL],
-                    job: Any) -> Admitted:
-        """Queue each candidate not yet seen, within the crawl's budget, as a job of its batch.
+    async def admit(self, held: HeldCrawl, crawl_id: str, found: list[FoundURL], job: Any) -> Admitted:
+        """Queue each candidate not yet seen, within the crawl's budget, as a job of its batch (its
+        tenant's).
 
         ``job(url) -> PageJob`` makes a page's job (``lifecycle.crawling.page_job``). Returns the jobs created (publish them)."""
+        batch_id = held.batch_id
         made: dict[str, Any] = {}
         argv: list[str] = []
         for c in found:
             page = job(c.url)
-            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=batch_id)
+            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=batch_id, tenant=held.tenant)
             made[args[1]] = page.spec
             argv.append(json.dumps({"url": c.url, "depth": c.depth, "parent": c.parent, "sitemaps": c.sitemaps,
                                     "args": args}))
@@ -177,7 +192,7 @@ class CrawlStore:
         counts = batch.counts
         skipped = CrawlSkips(**{k: int(raw.get(f"skipped:{k}") or 0) for k in CrawlSkips.model_fields})
         return CrawlRecord(
-            id=crawl_id, batch_id=raw["batch"], state=batch.state,
+            id=crawl_id, batch_id=raw["batch"], tenant=raw.get("tenant") or None, state=batch.state,
             discovered=await self.redis.scard(self.keys.crawl_seen(crawl_id)),
             queued=batch.total, visited=counts.succeeded + counts.failed, failed=counts.failed, counts=counts,
             skipped=skipped, sitemap_pages=int(raw.get("sitemap_pages") or 0),
@@ -185,6 +200,38 @@ class CrawlStore:
             spec=CrawlSpec.model_validate_json(raw["spec"]),
             created_at=datetime.fromtimestamp(float(raw["created_at"]), UTC), finished_at=batch.finished_at,
         )
+
+    async def recent(self, limit: int = 50, before: float | None = None,
+                     tenant: str | None = None) -> list[CrawlRecord]:
+        """Crawls newest first, started before ``before`` (epoch seconds) when given; ``tenant``:
+        only that tenant's (None: everyone's). Crawls whose record expired are dropped from the index."""
+        found: list[CrawlRecord] = []
+        high: float | str = f"({before}" if before is not None else "+inf"
+        offset = 0
+        while len(found) < limit:
+            ids = await self.redis.zrevrangebyscore(self.keys.crawls, high, "-inf", start=offset, num=READ_CHUNK)
+            if not ids:
+                break
+            offset += len(ids)
+            owners = await self._owners(ids)
+            for crawl_id, owner in zip(ids, owners):
+                if owner is False:
+                    await self.redis.zrem(self.keys.crawls, crawl_id)
+                elif tenant is None or owner == tenant:
+                    record = await self.get(crawl_id)
+                    if record is not None:
+                        found.append(record)
+                        if len(found) >= limit:
+                            break
+        return found
+
+    async def _owners(self, crawl_ids: list[str]) -> list[str | None | bool]:
+        """Each crawl's tenant (None: the operator's; False: its record is gone)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for crawl_id in crawl_ids:
+                pipe.hmget(self.keys.crawl(crawl_id), ["id", "tenant"])
+            rows = await pipe.execute()
+        return [False if not row[0] else (row[1] or None) for row in rows]
 
     async def results(self, crawl_id: str, batch_id: str,
                       artifacts: ArtifactStore | None = None) -> AsyncIterator[CrawlLine]:

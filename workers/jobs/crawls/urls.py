@@ -53,6 +53,7 @@ class Skip:
     robots: str = "robots"  # the site's robots.txt disallows it
     dedup: str = "dedup"  # visited (or queued) already under this spelling
     budget: str = "budget"  # max_pages reached, max_duration over, or the crawl was cancelled
+    quota: str = "quota"  # the crawl's tenant was over its queued or daily jobs quota (not marked seen)
 
 
 SKIP = Skip()

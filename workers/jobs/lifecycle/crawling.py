@@ -26,6 +26,11 @@ from workers.jobs.lifecycle.submission import publish_jobs
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.specs.checks import check_spec, max_steps_of, problems_of
 from workers.jobs.store.jobs import JobStore
+from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
+from workers.jobs.tenants.models import QuotaExceeded, TenantLimits
+from workers.jobs.tenants.principal import Principal
+from workers.jobs.tenants.quotas import Quotas, admitted
+from workers.jobs.tenants.store import TenantStore
 
 log = logging.getLogger("browserd.crawls")
 
@@ -38,69 +43,109 @@ class PageJob:
     max_steps: int
 
 
-def page_job(spec: CrawlSpec, crawl_id: str, settings: Settings) -> Callable[[str], PageJob]:
-    """How the crawl's page at a URL becomes a job: its spec (checked like any job's) and step budget."""
+def page_job(spec: CrawlSpec, crawl_id: str, settings: Settings,
+             ceiling: Ceiling | None = None) -> Callable[[str], PageJob]:
+    """How the crawl's page at a URL becomes a job: its spec (checked like any job's, within the
+    crawl's tenant's ``ceiling``) and step budget."""
     def make(url: str) -> PageJob:
         try:
             built = spec.page_spec(url, crawl_id)
         except ValidationError as exc:  # a crawl field a page's job refuses: the caller's mistake, named
             raise problems_of(exc) from None
-        job = check_spec(built, settings)
+        job = check_spec(built, settings, ceiling)
         return PageJob(job, max_steps_of(job, settings))
     return make
 
 
-def check_crawl(spec: CrawlSpec, settings: Settings) -> None:
+def check_crawl(spec: CrawlSpec, settings: Settings, ceiling: Ceiling | None = None) -> None:
     """What pydantic cannot check alone: the include/exclude patterns (RE2), then what a page's job
     needs, as for any job (``check_spec``: the script's actions, the output schema, the timeout,
-    politeness); ``SpecError`` names the field."""
+    politeness, a tenant's ``ceiling``: networks, domains, steps, timeout); ``SpecError`` names the field."""
     for name in ("include", "exclude"):
         for pattern in getattr(spec, name):
             try:
                 check_pattern(pattern)
             except ValueError as exc:
                 raise SpecError.at(name, f"{pattern!r}: {exc}") from None
-    page_job(spec, "0" * 32, settings)(spec.seeds()[0])
+    page_job(spec, "0" * 32, settings, ceiling)(spec.seeds()[0])
 
 
-def crawl_spec(raw: dict[str, Any], settings: Settings, where: str = "crawl") -> CrawlSpec:
+def crawl_spec(raw: dict[str, Any], settings: Settings, where: str = "crawl",
+               ceiling: Ceiling | None = None) -> CrawlSpec:
     """A crawl spec held as written (a schedule's ``crawl``), checked as ``POST /v1/crawls`` checks
-    one; ``SpecError`` names the field inside ``where``."""
+    one (within ``ceiling``); ``SpecError`` names the field inside ``where``."""
     try:
         spec = CrawlSpec.model_validate(raw)
     except ValidationError as exc:
         raise problems_of(exc, where) from None
     try:
-        check_crawl(spec, settings)
+        check_crawl(spec, settings, ceiling)
     except SpecError as exc:
         raise exc.within(where) from None
     return spec
 
 
-async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], settings: Settings) -> int:
+async def _owner(crawls: CrawlStore, tenant: str, settings: Settings) -> _TenantNow:
+    """The crawl's tenant as it is now: its ceiling and quotas (None: revoked or deleted, so its
+    crawl queues nothing more)."""
+    found = await TenantStore(crawls.redis, crawls.keys).get(tenant)
+    if found is None or found.revoked:
+        return _TenantNow(None, None)
+    return _TenantNow(found.limits, tenant_ceiling(Principal(found.name, found.limits), settings))
+
+
+@dataclass(frozen=True)
+class _TenantNow:
+    """A crawl's tenant's limits and ceiling as they are now (both None: it may queue nothing)."""
+
+    limits: TenantLimits | None
+    ceiling: Ceiling | None
+
+
+async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], settings: Settings, *,
+               seeds: bool = False) -> int:
     """Queue and publish the candidates the crawl has not seen (within its budget); how many were queued.
+
+    A tenant's crawl queues its pages as the tenant's jobs: each within its ceiling as it is now, on
+    its quotas (``queued``, ``jobs_per_day``; past one, found pages are counted ``skipped:quota``
+    and not marked seen, so a later page may find them again; for the ``seeds`` the 429 is the
+    submitter's) and parked for fair dispatch.
 
     A job recorded whose message could not be published stays queued: the reconciler publishes it
     (``BROWSERD_RECONCILE_*``), so the crawl loses no page."""
     held = await crawls.spec(crawl_id)
     if held is None or not found:
         return 0
-    spec, batch_id = held.spec, held.batch_id
+    spec, tenant = held.spec, held.tenant
     fresh = [c for c, new in zip(found, await crawls.unseen(crawl_id, [c.url for c in found])) if new]
     await crawls.count_skips(crawl_id, {SKIP.dedup: len(found) - len(fresh)})
-    admitted = await crawls.admit(crawl_id, batch_id, fresh, page_job(spec, crawl_id, settings))
-    metrics.observe_crawl_pages("queued", len(admitted.job_ids))
-    metrics.observe_crawl_skips({SKIP.dedup: len(found) - len(fresh), SKIP.budget: len(fresh) - len(admitted.job_ids)})
-    await publish_jobs(crawls.jobs, admitted.job_ids, admitted.specs, settings)
-    return len(admitted.job_ids)
+    owner = _TenantNow(None, None) if tenant is None else await _owner(crawls, tenant, settings)
+    if tenant is not None and owner.limits is None:
+        await crawls.count_skips(crawl_id, {SKIP.quota: len(fresh)})
+        return 0
+    try:
+        async with admitted(Quotas(crawls.redis, crawls.keys), tenant, owner.limits, len(fresh)) as admission:
+            made = await crawls.admit(held, crawl_id, fresh, page_job(spec, crawl_id, settings, owner.ceiling))
+            admission.created = len(made.job_ids)
+    except QuotaExceeded:
+        if seeds:
+            raise
+        await crawls.count_skips(crawl_id, {SKIP.quota: len(fresh)})
+        metrics.observe_crawl_skips({SKIP.quota: len(fresh)})
+        return 0
+    metrics.observe_crawl_pages("queued", len(made.job_ids))
+    metrics.observe_crawl_skips({SKIP.dedup: len(found) - len(fresh), SKIP.budget: len(fresh) - len(made.job_ids)})
+    await publish_jobs(crawls.jobs, made.job_ids, made.specs, settings, tenant)
+    return len(made.job_ids)
 
 
 async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
-                       schedule_id: str | None = None) -> CrawlRecord:
-    """Record a crawl (a run of ``schedule_id``, when given), queue its seeds (the first one reads
-    the sitemaps), publish them."""
+                       schedule_id: str | None = None, tenant: str | None = None) -> CrawlRecord:
+    """Record a crawl (a run of ``schedule_id``, when given; ``tenant``'s, or the operator's), queue
+    its seeds (the first one reads the sitemaps), publish them. A tenant over its quotas for the
+    seeds: ``QuotaExceeded``, and nothing of the crawl stays."""
     crawls = CrawlStore(store)
-    made = await crawls.create(spec, schedule_id)
+    made = await crawls.create(spec, schedule_id, tenant)
     crawl_id, batch_id = made.crawl_id, made.batch_id
     reads_sitemaps = bool(spec.sitemaps) or spec.robots_sitemaps
     seeds, seen = [], set()
@@ -110,7 +155,10 @@ async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
             seen.add(norm)
             seeds.append(FoundURL(norm, 0, None, sitemaps=reads_sitemaps and not seeds))
     try:
-        await grow(crawls, crawl_id, seeds, settings)
+        await grow(crawls, crawl_id, seeds, settings, seeds=True)
+    except QuotaExceeded:  # refused whole, as a batch past a quota: nothing of it stays
+        await crawls.discard(crawl_id, batch_id, schedule_id)
+        raise
     except Exception as exc:
         log.error("could not queue crawl %s: %s", crawl_id, exc)
         await cancel_batch(store, batch_id)

@@ -24,7 +24,7 @@ from workers.jobs.specs.checks import max_steps_of
 from workers.jobs.store.jobs import Created, JobStore
 from workers.jobs.tenants.dispatch import Dispatcher
 from workers.jobs.tenants.models import TenantLimits
-from workers.jobs.tenants.quotas import Quotas, check_batch_size
+from workers.jobs.tenants.quotas import Quotas, admitted, check_batch_size
 from workers.jobs.tenants.store import TenantStore
 
 log = logging.getLogger("browserd.batches")
@@ -36,9 +36,10 @@ async def submit_job(store: JobStore, spec: JobSpec, settings: Settings, *, tena
 
     Raises ``QueueUnavailable`` (the job was cancelled) when its message cannot be published.
     """
-    if tenant is not None:
-        await Quotas(store.redis, store.keys).admit_jobs(tenant, await limits_of(store, tenant), 1)
-    made = await store.create(spec, max_steps=max_steps_of(spec, settings), tenant=tenant)
+    limits = await limits_of(store, tenant) if tenant is not None else None
+    async with admitted(Quotas(store.redis, store.keys), tenant, limits, 1) as admission:
+        made = await store.create(spec, max_steps=max_steps_of(spec, settings), tenant=tenant)
+        admission.created = int(made.created)
     job_id = made.job_id
     if made.created:
         try:
@@ -85,14 +86,16 @@ async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings
                        tenant: str | None = None, max_cost_usd: float | None = None) -> BatchRecord:
     """Queue checked specs as one batch (``tenant``'s, or the operator's; ``max_cost_usd``: the
     LLM cost at which it stops starting jobs); returns its record (already counting its queued jobs)."""
+    limits = None
     if tenant is not None:
         limits = await limits_of(store, tenant)
         check_batch_size(tenant, limits, len(specs))
-        await Quotas(store.redis, store.keys).admit_jobs(tenant, limits, len(specs))
     batches = BatchStore(store)
     steps = [max_steps_of(spec, settings) for spec in specs]
-    made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url, tenant=tenant,
-                                max_cost_usd=max_cost_usd)
+    async with admitted(Quotas(store.redis, store.keys), tenant, limits, len(specs)) as admission:
+        made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url, tenant=tenant,
+                                    max_cost_usd=max_cost_usd)
+        admission.created = sum(made.created)
     batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
     fresh = [(job_id, spec) for job_id, spec, new in zip(job_ids, specs, created) if new]
     try:

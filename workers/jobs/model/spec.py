@@ -23,7 +23,6 @@ from pydantic import (
 )
 
 from config import OutputMethod, ReasoningEffort
-from config.networks import parse_networks
 from config.proxy_pools import PoolName
 from workers.jobs.model.browsing import (
     Geolocation,
@@ -40,6 +39,7 @@ from workers.jobs.model.browsing import (
 )
 from workers.jobs.artifacts.names import SAFE_NAME
 from workers.jobs.ids import ID_SHAPE
+from workers.jobs.model.bounds import Networks, Seconds, Steps
 from workers.jobs.model.status import Priority
 from workers.jobs.politeness.options import PolitenessOptions
 
@@ -85,7 +85,7 @@ class AgentOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_steps: int | None = Field(None, ge=1, le=1000)
+    max_steps: Steps | None = None
     planning_interval: int | None = Field(None, ge=1, le=100)
     max_failures: int | None = Field(None, ge=1, le=100)
     max_actions_per_step: int | None = Field(None, ge=1, le=50)
@@ -277,8 +277,8 @@ class JobSpec(BaseModel):
         "never recursive) and anyOf/oneOf/allOf branches, each refused with 422 naming its limit (docs/jobs.md).")
     allowed_domains: list[str] = Field(default_factory=list, description="Only these domains (and subdomains).")
     denied_domains: list[str] = Field(default_factory=list, description="Never these domains (and subdomains).")
-    allowed_networks: list[str] = Field(
-        default_factory=list, max_length=64,
+    allowed_networks: Networks = Field(
+        default_factory=list,
         description="Private networks this job may reach (CIDRs, e.g. '10.1.0.0/16', '127.0.0.1/32'), inside what "
         "the operator allows (BROWSERD_ALLOWED_NETWORKS, a tenant's allowed_networks): more is refused with 422.",
     )
@@ -289,7 +289,7 @@ class JobSpec(BaseModel):
         "allows it (BROWSERD_POLITENESS_ALLOW_LOOSER).")
     artifacts: ArtifactOptions = Field(default_factory=ArtifactOptions)
     models: ModelOverrides = Field(default_factory=ModelOverrides)
-    timeout: float | None = Field(None, gt=0, le=86_400, description="Wall-clock limit in seconds.")
+    timeout: Seconds | None = Field(None, description="Wall-clock limit in seconds.")
     max_cost_usd: float | None = Field(
         None, gt=0, le=100_000, description="Most USD the job's LLM calls may cost (BROWSERD_LLM_PRICES): once its "
         "cost reaches it, the job stops before its next LLM call, failed with category budget_exceeded. Calls to an "
@@ -395,11 +395,6 @@ class JobSpec(BaseModel):
     @classmethod
     def _block(cls, value: list[str]) -> list[str]:
         return check_block(value)
-
-    @field_validator("allowed_networks")
-    @classmethod
-    def _networks(cls, value: list[str]) -> list[str]:
-        return parse_networks(value)
 
     @field_validator("secrets")
     @classmethod

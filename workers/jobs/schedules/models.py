@@ -26,7 +26,7 @@ class ScheduleSpec(BaseModel):
     job: dict[str, Any] | None = Field(None, description="A job spec run on each firing (as a batch of one).")
     batch: dict[str, Any] | None = Field(None, description='{"jobs": [...], "defaults": {...}, "webhook_url": ...}')
     crawl: dict[str, Any] | None = Field(None, description="A crawl spec (as POST /v1/crawls) run on each firing; "
-                                         "the operator's only, as crawls are.")
+                                         "its pages are the schedule's tenant's jobs.")
     policy: Literal["skip", "queue"] = Field("skip", description="When the previous run is unfinished: skip or queue.")
     mode: Literal["agent", "auto"] = Field("agent", description="auto: the first successful run of an agent job is "
                                            "recorded as recipe 'schedule-{id}'; later runs replay it with no LLM.")

@@ -47,7 +47,7 @@ def check(spec: ScheduleSpec, settings: Settings, ceiling: Ceiling | None = None
     (422 naming the field)."""
     beat.celery_schedule(spec)
     if spec.crawl is not None:
-        crawl_spec(spec.crawl, settings)  # its pages' jobs are made (and checked) as it finds them
+        crawl_spec(spec.crawl, settings, ceiling=ceiling)  # its pages' jobs are made (and checked) as it finds them
         return []
     request = spec.request()
     specs = validate_jobs(request, settings, ceiling)
@@ -165,7 +165,7 @@ class ScheduleStore:
             ceiling = tenant_ceiling(Principal(owner.name, owner.limits), settings)
         try:
             if schedule.crawl is not None:
-                record = await self._crawl(schedule_id, schedule.crawl, settings)
+                record = await self._crawl(schedule, schedule.crawl, settings, ceiling)
             else:
                 request = schedule.request()
                 specs = validate_jobs(request, settings, ceiling)
@@ -185,9 +185,11 @@ class ScheduleStore:
         metrics.observe_schedule_run("run")
         return record
 
-    async def _crawl(self, schedule_id: str, raw: dict[str, Any], settings: Settings) -> BatchRecord:
-        """One run of a crawl schedule: a crawl whose batch is the run."""
-        crawl = await submit_crawl(self.store, crawl_spec(raw, settings), settings, schedule_id=schedule_id)
+    async def _crawl(self, schedule: Schedule, raw: dict[str, Any], settings: Settings,
+                     ceiling: Ceiling | None) -> BatchRecord:
+        """One run of a crawl schedule: a crawl whose batch is the run (its tenant's, within its ceiling)."""
+        crawl = await submit_crawl(self.store, crawl_spec(raw, settings, ceiling=ceiling), settings,
+                                   schedule_id=schedule.id, tenant=schedule.tenant)
         record = await self.batches.get(crawl.batch_id)
         assert record is not None
         return record

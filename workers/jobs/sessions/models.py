@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
-from config.networks import parse_networks
+from workers.jobs.model.bounds import Networks
 from workers.jobs.model.browsing import Viewport, check_domains
 
 OPEN_WAIT = 90.0  # seconds open_session waits for a worker to lease a context and open the start URL
@@ -53,8 +53,8 @@ class SessionOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     start_url: HttpUrl | None = Field(None, description="Page opened in the session's first tab.")
-    allowed_networks: list[str] = Field(
-        default_factory=list, max_length=64,
+    allowed_networks: Networks = Field(
+        default_factory=list,
         description="Private networks this session may reach (CIDRs, e.g. '10.1.0.0/16'), inside what the operator "
         "allows, as for a job (more is refused with 422).",
     )
@@ -66,11 +66,6 @@ class SessionOptions(BaseModel):
         None, gt=0, description="Seconds without a command before the session closes itself; at most "
         "BROWSERD_SESSION_IDLE_TIMEOUT (the default).")
     viewport: Viewport | None = Field(None, description="Size of the session's tabs; default: the browser's window.")
-
-    @field_validator("allowed_networks")
-    @classmethod
-    def _networks(cls, value: list[str]) -> list[str]:
-        return parse_networks(value)
 
     @field_validator("allowed_domains", "denied_domains")
     @classmethod

@@ -71,6 +71,13 @@ key                             type       holds
                                            in the transition's own call, like a batch's counters
 ``P tenant:{t}:day:{date}``     string     jobs the tenant submitted on that UTC date (``tenant_admit.lua``); expires
 ``P tenant:{t}:cost:{date}``    string     USD its jobs' LLM calls cost on that UTC date (``INCRBYFLOAT``); expires
+``P tenant:{t}:cost-month:{m}`` string     USD its jobs' LLM calls cost in that UTC month (``YYYY-MM``); expires
+``P tenant:{t}:reserved``       zset       admissions counted against ``max_queued`` whose jobs are not recorded
+                                           yet: member ``token|jobs``, score when it lapses (its submitter died)
+``P tenant:{t}:artifacts``      string     bytes of the tenant's artifacts in the store (``max_artifact_bytes``):
+                                           added as a job's are written, taken back when they are deleted
+``P artifact-owners``           hash       job id -> ``tenant|bytes``: a tenant's job's artifact bytes, so the
+                                           reconciler's deletion of expired folders gives them back
 ``P tenant:{t}:pending:{prio}`` list       the tenant's job messages (Celery's envelope, ``job id|message``)
                                            waiting for fair dispatch (``tenants.dispatch``), oldest at the right
 ``P tenant:{t}:inflight``       zset       the tenant's jobs released to the broker and not final yet, score
@@ -246,6 +253,19 @@ class Keys:
 
     def tenant_day(self, tenant: str, date: str) -> str:
         return f"{self.prefix}tenant:{tenant}:day:{date}"
+
+    @property
+    def artifact_owners(self) -> str:
+        return f"{self.prefix}artifact-owners"
+
+    def tenant_artifacts(self, tenant: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:artifacts"
+
+    def tenant_reserved(self, tenant: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:reserved"
+
+    def tenant_month_cost(self, tenant: str, month: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:cost-month:{month}"
 
     def tenant_cost(self, tenant: str, date: str) -> str:
         return f"{self.prefix}tenant:{tenant}:cost:{date}"

@@ -7,10 +7,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from config.networks import parse_networks
 from config.proxy_pools import PoolName
+from workers.jobs.model.bounds import Networks, Seconds, Steps
 from workers.jobs.errors import JobsError
 
 TENANT_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -28,14 +28,14 @@ class TenantLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_networks: list[str] = Field(
-        default_factory=list, max_length=64,
+    allowed_networks: Networks = Field(
+        default_factory=list,
         description="Private networks the tenant's jobs and sessions may open (CIDRs), inside the operator's "
         "(BROWSERD_ALLOWED_NETWORKS, or any with BROWSERD_ALLOW_PRIVATE_NETWORKS); default none.")
     allowed_domains: list[str] | None = Field(
         None, max_length=256, description="Domains (and subdomains) the tenant's jobs may name; null: any.")
-    max_steps: int | None = Field(None, ge=1, le=1000, description="Most agent steps one job may ask for.")
-    timeout: float | None = Field(None, gt=0, le=86_400, description="Most seconds one job may run.")
+    max_steps: Steps | None = Field(None, description="Most agent steps one job may ask for.")
+    timeout: Seconds | None = Field(None, description="Most seconds one job may run.")
     max_running: int | None = Field(
         None, ge=1, le=100_000, description="Quota: most of its jobs running at once; the rest wait their turn "
         "(fair dispatch), never refused. Null: up to its fair share of the fleet.")
@@ -50,6 +50,13 @@ class TenantLimits(BaseModel):
     max_cost_usd_per_day: float | None = Field(
         None, ge=0, le=10_000_000, description="Budget: USD its jobs' LLM calls may cost per UTC day; once spent, "
         "submissions answer 429 quota 'cost_per_day' until midnight UTC (jobs already queued run). Null: none.")
+    max_cost_usd_per_month: float | None = Field(
+        None, ge=0, le=100_000_000, description="Budget: USD its jobs' LLM calls may cost per UTC month; once spent, "
+        "submissions answer 429 quota 'cost_per_month' until the first of next month (jobs already queued run). "
+        "Null: none.")
+    max_artifact_bytes: int | None = Field(
+        None, ge=0, le=10**15, description="Quota: bytes its jobs' artifacts may hold in the store; once reached, "
+        "submissions answer 429 quota 'artifact_bytes' until expired jobs' artifacts are deleted. Null: no quota.")
     max_sessions: int | None = Field(
         None, ge=0, le=10_000, description="Quota: most interactive sessions open at once (429 quota 'sessions'). "
         "Null: only BROWSERD_SESSION_MAX_OPEN.")
@@ -57,11 +64,6 @@ class TenantLimits(BaseModel):
     proxy_pools: list[PoolName] = Field(
         default_factory=list, max_length=64,
         description="The operator's proxy pools (BROWSERD_PROXY_POOLS) the tenant's jobs may name; default none.")
-
-    @field_validator("allowed_networks")
-    @classmethod
-    def _networks(cls, value: list[str]) -> list[str]:
-        return parse_networks(value)
 
 
 class TenantRequest(BaseModel):
@@ -125,6 +127,8 @@ class Quota(StrEnum):
     jobs_per_day = "jobs_per_day"
     sessions = "sessions"
     cost_per_day = "cost_per_day"
+    cost_per_month = "cost_per_month"
+    artifact_bytes = "artifact_bytes"
 
 
 class QuotaExceeded(JobsError):
@@ -146,4 +150,6 @@ class TenantUsage(BaseModel):
     waiting_dispatch: int = Field(description="Its jobs held back by fair dispatch (its turn has not come).")
     jobs_today: int = Field(description="Jobs it submitted this UTC day.")
     cost_today_usd: float = Field(description="What its jobs' LLM calls cost this UTC day, in USD.")
+    cost_month_usd: float = Field(0.0, description="What its jobs' LLM calls cost this UTC month, in USD.")
+    artifact_bytes: int = Field(0, description="Bytes its jobs' artifacts hold in the store.")
     sessions: int = Field(description="Its interactive sessions open.")

@@ -45,6 +45,11 @@ def looks_like_key(value: str) -> bool:
     return value.startswith(f"{KEY_PREFIX}_") and value.count("_") >= 2
 
 
+def key_id_of(key: str) -> str:
+    """The public key id of a key (``bdk_<key id>_<secret>``)."""
+    return key.removeprefix(f"{KEY_PREFIX}_").partition("_")[0]
+
+
 class TenantStore:
     def __init__(self, redis: Redis, keys: Keys | None = None) -> None:
         self.redis, self.keys = redis, keys or Keys()
@@ -117,17 +122,28 @@ class TenantStore:
         await self._write(stored, stored.key_id)
         return TenantInfo.model_validate(stored.model_dump(exclude={"key_sha256"}))
 
-    async def resolve(self, key: str) -> TenantInfo | None:
-        """The live tenant this key belongs to; None for any other string (unknown, revoked, rotated)."""
-        if not looks_like_key(key):
-            return None
-        key_id, _, secret = key.removeprefix(f"{KEY_PREFIX}_").partition("_")
+    async def _live(self, key_id: str) -> TenantStored | None:
+        """The record of the tenant whose current, unrevoked key has this id."""
         name = await self.redis.hget(self.keys.tenant_keys, key_id)
         if not name:
             return None
         stored = await self._get(name.decode() if isinstance(name, bytes) else name)
         if stored is None or stored.revoked or stored.key_id != key_id:
             return None
-        if not hmac.compare_digest(_digest(secret), stored.key_sha256):
+        return stored
+
+    async def by_key_id(self, key_id: str) -> TenantInfo | None:
+        """The live tenant whose current key has this id (a console session signed in with it);
+        None once that key is revoked or rotated."""
+        stored = await self._live(key_id)
+        return TenantInfo.model_validate(stored.model_dump(exclude={"key_sha256"})) if stored else None
+
+    async def resolve(self, key: str) -> TenantInfo | None:
+        """The live tenant this key belongs to; None for any other string (unknown, revoked, rotated)."""
+        if not looks_like_key(key):
+            return None
+        key_id, _, secret = key.removeprefix(f"{KEY_PREFIX}_").partition("_")
+        stored = await self._live(key_id)
+        if stored is None or not hmac.compare_digest(_digest(secret), stored.key_sha256):
             return None
         return TenantInfo.model_validate(stored.model_dump(exclude={"key_sha256"}))
