@@ -49,9 +49,9 @@ async def create_schedule(spec: ScheduleSpec, request: Request, store: Store, wh
         raise SpecError.at("crawl", "crawls are the operator's until they are owned by tenants: a tenant's schedule "
                            "runs a job or a batch")
     specs = check(spec, settings, tenant_ceiling(who, settings))
-    await check_credentials(specs, credential_store(request, store), batch=spec.batch is not None)
-    await check_profiles(specs, profile_store(request, store), batch=spec.batch is not None)
-    await check_recipes(specs, recipe_store(request, store), batch=spec.batch is not None)
+    await check_credentials(specs, credential_store(request, store, who.tenant), batch=spec.batch is not None)
+    await check_profiles(specs, profile_store(request, store, who.tenant), batch=spec.batch is not None)
+    await check_recipes(specs, recipe_store(request, store, who.tenant), batch=spec.batch is not None)
     return await ScheduleStore(store).create(spec, who.tenant)
 
 
