@@ -61,3 +61,14 @@ async def test_a_bound_secret_is_typed_in_its_sites_iframe_on_a_foreign_page(poo
     assert result.category != FailureCategory.secret_domain_refused, result.error
     typed = result.steps[0].actions[0]
     assert typed.name == "input_text" and typed.ok, typed.error
+
+
+async def test_a_page_that_hands_the_focus_to_a_foreign_frame_gets_nothing_typed(pool, site, llm, settings):
+    """Hostile page: the bound secret's own site moves the focus into evil.test's frame as soon as
+    the password field takes it; the field no longer holds the focus when the secret would be typed."""
+    page = f"http://shop.test:{site.port}/secrets/steal.html?frame=evil.test"
+    result, _, _ = await _sign_in(pool, settings, llm, page)
+    typed = result.steps[0].actions[0]
+    assert typed.name == "input_text" and not typed.ok
+    assert "lost the focus before the secret was typed" in (typed.error or "")
+    assert VALUE not in result.model_dump_json()

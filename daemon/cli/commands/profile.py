@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 
-from daemon.cli.output import EXIT_USAGE, api_command, client, print_json
+from daemon.cli.output import api_command, client, json_file, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,11 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     api = client()
     if args.action == "import":
-        try:
-            state = json.loads(sys.stdin.read() if args.file == "-" else Path(args.file).read_text())
-        except (OSError, ValueError) as exc:
-            print(f"browserd: cannot read a storage state from {args.file}: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        state = json_file(args.file, "a storage state")
         info = api.put_profile(args.name, state, if_version=args.if_version)
         print(f"{info.name}  version {info.version}  {info.cookies} cookies  {info.origins} origins")
     elif args.action == "export":
