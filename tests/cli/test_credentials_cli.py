@@ -49,3 +49,17 @@ def test_credential_sets_from_the_command_line(keyed: Stack, tmp_path: Path) -> 
     bad.write_text('["not", "an", "object"]')
     assert browserd(keyed, "credentials", "set", "x", str(bad)).returncode == 2
     assert browserd(keyed, "credentials", "set", "x", str(secrets), "--domain", "https://x/").returncode == 1
+
+
+def test_the_admin_lists_one_tenants_profiles_and_recipes(keyed: Stack, tmp_path: Path) -> None:
+    key = browserd(keyed, "tenant", "create", "cli-beta").stdout.splitlines()[1]
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"cookies": [], "origins": []}))
+    assert browserd(keyed, "--token", key, "profile", "import", "login", str(state)).returncode == 0
+    assert browserd(keyed, "profile", "import", "op-login", str(state)).returncode == 0
+    everyone = browserd(keyed, "profile", "list").stdout
+    assert "op-login  version 1" in everyone and "tenant cli-beta" in everyone
+    beta = browserd(keyed, "profile", "list", "--tenant", "cli-beta").stdout.splitlines()
+    assert len(beta) == 1 and beta[0].startswith("login  version 1") and beta[0].endswith("tenant cli-beta")
+    assert browserd(keyed, "--token", key, "profile", "list").stdout.splitlines() == beta  # its own, as the filter's
+    assert browserd(keyed, "recipe", "list", "--tenant", "cli-beta").stdout == ""

@@ -13,8 +13,9 @@ from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import FailureCategory, JobStatus
 from workers.jobs.secrets.credentials import CredentialStore
 from workers.jobs.secrets.models import CredentialSet
+from workers.jobs.store.jobs import JobStore
 from workers.pipeline import FEATURES, run_local
-from workers.pipeline.records import LocalRecords
+from workers.pipeline.records import LocalRecords, StoreRecords
 
 
 async def test_a_credential_set_is_opened_into_the_agents_inputs_and_the_jobs_own_secrets_win(
@@ -96,3 +97,17 @@ async def test_a_tenants_job_opens_its_own_set_never_the_operators_or_anothers(
                              redis=client, records=TenantRecords())
     assert (result.status, result.category) == (JobStatus.failed, FailureCategory.credentials_missing)
     assert "beta-pin" not in result.model_dump_json() and browsers.asked == 0
+
+
+async def test_a_workers_records_say_whose_job_it_is(client: aioredis.Redis) -> None:
+    """What the features look named objects up under, on a worker: the job record's tenant, read
+    with its spec (the operator's job: None)."""
+    store = JobStore(client, result_ttl=3600)
+    records = StoreRecords(store)
+    tenants = (await store.create(JobSpec(task="a"), max_steps=5, tenant="acme")).job_id
+    operators = (await store.create(JobSpec(task="b"), max_steps=5)).job_id
+    for job_id, owner in ((tenants, "acme"), (operators, None)):
+        assert (await records.spec(job_id)) is not None
+        assert await records.tenant(job_id) == owner
+        assert await records.tenant(job_id) == owner  # asked again: read from the record
+    assert await records.tenant("0" * 32) is None
