@@ -183,8 +183,10 @@ def walk_mcp(c: TestClient, key_b: str, victims: Victims, report: Report) -> Non
     """Every MCP tool, called as B (its calls reach the API with B's key), naming A's objects."""
     server = c.app.state.mcp.server  # type: ignore[attr-defined]
     arguments = {"job_id": victims.params["job_id"], "batch_id": victims.params["batch_id"],
-                 "session_id": victims.params["session_id"], "task": "x", "spec": {"task": "x"},
-                 "jobs": [{"task": "x"}], "url": "https://example.com/", "index": 0, "text": "x", "option": "x",
+                 "session_id": victims.params["session_id"], "task": "x",
+                 # a submission naming A's credential set or profile: refused as if none existed
+                 "spec": {"task": "x", "credentials": victims.owned.get("/credentials/", "x")},
+                 "jobs": [{"task": "x", "profile": victims.owned.get("/profiles/", "x")}], "url": "https://example.com/", "index": 0, "text": "x", "option": "x",
                  "direction": "down", "wait_seconds": 0,
                  "allowed_networks": ["169.254.169.254/32"]}  # open_session: refused, never waits on a worker
 
