@@ -4,8 +4,10 @@ every MCP tool and every console page, with B's key; prints what leaked.
     python -m bench.tenancy        # one JSON line; exit 1 on a leak
 
 The API runs in process on a real redis-server (no worker: jobs stay queued). Tenant A submits a
-job, a batch and a schedule; the operator makes one of each kind a tenant cannot make yet (a
-credential set, a profile, a recipe) and a job of its own. A's crawl is A's. (No interactive session is opened: that
+job, a batch and a schedule, and makes a credential set, a profile and a recipe; the operator makes
+one of each of those three (under other names) and a job of its own. Every route naming a credential
+set, profile or recipe is walked with A's name and with the operator's, and with ``?tenant=acme``
+(the admin's filter, which a tenant's key must not honour). (No interactive session is opened: that
 needs a worker; the session routes are walked with an id that names none.) A leak is any answer to B that is not a
 refusal (2xx/3xx) on a route naming one of those objects, or any answer that carries one of their
 ids or names.
@@ -53,6 +55,7 @@ from workers.jobs.store.keys import Keys
 SITE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "site"
 REFUSED = {401, 404, 405, 409, 415, 422}  # 409/422: refused before reading anything (e.g. a bad body)
 SECRET_VALUE = "victim-password-9f8e7d"
+SECRET_A = "acme-password-1a2b3c"
 
 
 @dataclass
@@ -61,6 +64,7 @@ class Victims:
 
     params: dict[str, str]
     markers: set[str] = field(default_factory=set)  # ids, names and values that must not appear
+    owned: dict[str, str] = field(default_factory=dict)  # A's own named objects: path segment -> its name
 
 
 @dataclass
@@ -96,12 +100,19 @@ def seed(c: TestClient, redis_url: str) -> tuple[str, Victims]:
     assert credentials.status_code in (200, 201), credentials.text
     profile = c.put("/v1/profiles/victim-profile", json={"cookies": [], "origins": []})
     assert profile.status_code in (200, 201), profile.text
+    owned = c.post("/v1/credentials", json={"name": "acme_shop", "secrets": {"password": SECRET_A},
+                                            "domains": ["shop.example"]}, headers=_as(key_a))
+    assert owned.status_code == 201 and owned.json()["tenant"] == "acme", owned.text
+    owned = c.put("/v1/profiles/acme-profile", json={"cookies": [], "origins": []}, headers=_as(key_a))
+    assert owned.status_code == 200 and owned.json()["tenant"] == "acme", owned.text
 
     async def recipe() -> None:
         redis = connect(redis_url)
         try:
-            await RecipeStore(redis, Keys()).save(Recipe(name="victim-recipe", version=1, task="open {{x}}",
-                                                         steps=[RecipeStep(action="go_to_url", params={"url": "{{x}}"})]))
+            for owner, name in ((None, "victim-recipe"), ("acme", "acme-recipe")):
+                await RecipeStore(redis, Keys(), tenant=owner).save(Recipe(
+                    name=name, version=1, task="open {{x}}",
+                    steps=[RecipeStep(action="go_to_url", params={"url": "{{x}}"})]))
         finally:
             await redis.aclose()
 
@@ -112,14 +123,20 @@ def seed(c: TestClient, redis_url: str) -> tuple[str, Victims]:
            "session_id": "0" * 32, "crawl_id": crawl.json()["id"], "delivery_id": "0" * 32}
     names = {"/credentials/": "victim_shop", "/profiles/": "victim-profile", "/recipes/": "victim-recipe",
              "/tenants/": "acme", "/artifacts/": "result.json"}
-    markers = {*ids.values(), job_op, *names.values(), SECRET_VALUE} - {"0" * 32, "result.json"}
-    return key_b, Victims({**ids, **{f"name{k}": v for k, v in names.items()}, "job_op": job_op}, markers)
+    owned_names = {"/credentials/": "acme_shop", "/profiles/": "acme-profile", "/recipes/": "acme-recipe"}
+    markers = {*ids.values(), job_op, *names.values(), *owned_names.values(), SECRET_VALUE, SECRET_A} - {
+        "0" * 32, "result.json"}
+    return key_b, Victims({**ids, **{f"name{k}": v for k, v in names.items()}, "job_op": job_op}, markers,
+                          owned_names)
 
 
-def _fill(path: str, victims: Victims, job_key: str) -> str:
+def _fill(path: str, victims: Victims, job_key: str, owned: bool = False) -> str:
+    """``path`` naming the victims' objects (``owned``: A's own named objects, not the operator's)."""
     def value(match: re.Match[str]) -> str:
         param = match.group(1)
         if param == "name":
+            if owned:
+                return next(v for k, v in victims.owned.items() if k in path)
             prefix = next(k for k in victims.params if k.startswith("name") and k[4:] in path)
             return victims.params[prefix]
         return victims.params[job_key] if param == "job_id" else victims.params[param]
@@ -138,12 +155,18 @@ def walk_routes(c: TestClient, key_b: str, victims: Victims, report: Report, und
     for path, methods in c.app.openapi()["paths"].items():  # type: ignore[attr-defined]
         if not path.startswith(under):
             continue
+        owns = "{name}" in path and any(k in path for k in victims.owned)
         for method in methods:
-            for job_key in (("job_id", "job_op") if "{job_id}" in path else ("job_id",)):
-                url = _fill(path, victims, job_key)
+            for job_key, owned in ((("job_id", False), ("job_op", False)) if "{job_id}" in path else
+                                   (("job_id", False), ("job_id", True)) if owns else (("job_id", False),)):
+                url = _fill(path, victims, job_key, owned)
                 queries = ["?follow=false"] if path.endswith("/events") else [""]
-                if "{" not in path and method == "get":
-                    queries.append("?tenant=acme")
+                if method == "put" and path.startswith("/v1/profiles/"):
+                    # a write over version 1: a tenant's own name is its own (409: it has none), while
+                    # reaching A's or the operator's (version 1 each) would answer 200
+                    queries = ["?if_version=1"]
+                if ("{" not in path and method == "get") or owned:
+                    queries.append(queries[0] + ("&" if queries[0] else "?") + "tenant=acme")
                 for query in queries:
                     report.routes_checked += 1
                     kwargs: dict[str, Any] = {"headers": _as(key_b)}
@@ -160,8 +183,10 @@ def walk_mcp(c: TestClient, key_b: str, victims: Victims, report: Report) -> Non
     """Every MCP tool, called as B (its calls reach the API with B's key), naming A's objects."""
     server = c.app.state.mcp.server  # type: ignore[attr-defined]
     arguments = {"job_id": victims.params["job_id"], "batch_id": victims.params["batch_id"],
-                 "session_id": victims.params["session_id"], "task": "x", "spec": {"task": "x"},
-                 "jobs": [{"task": "x"}], "url": "https://example.com/", "index": 0, "text": "x", "option": "x",
+                 "session_id": victims.params["session_id"], "task": "x",
+                 # a submission naming A's credential set or profile: refused as if none existed
+                 "spec": {"task": "x", "credentials": victims.owned.get("/credentials/", "x")},
+                 "jobs": [{"task": "x", "profile": victims.owned.get("/profiles/", "x")}], "url": "https://example.com/", "index": 0, "text": "x", "option": "x",
                  "direction": "down", "wait_seconds": 0,
                  "allowed_networks": ["169.254.169.254/32"]}  # open_session: refused, never waits on a worker
 

@@ -42,6 +42,7 @@ from workers.jobs.model.result import ArtifactLink
 from workers.jobs.model.spec import MAX_INPUT_FILE_BYTES, InputFile
 from workers.jobs.model.status import FINAL_STATES
 from workers.jobs.profiles.models import ProfileInfo, StorageState
+from workers.jobs.secrets.models import CredentialInfo
 from workers.jobs.recipes.models import RecipeInfo
 from workers.jobs.schedules.changes import RunChanges
 from workers.jobs.schedules.models import Schedule
@@ -302,8 +303,23 @@ class Calls:
                     answer=ProfileInfo)
 
     @staticmethod
-    def profiles() -> Call:
-        return Call("GET", "/v1/profiles", answer=list[ProfileInfo])
+    def profiles(tenant: str | None = None) -> Call:
+        return Call("GET", "/v1/profiles", params={"tenant": tenant}, answer=list[ProfileInfo])
+
+    @staticmethod
+    def put_credentials(name: str, secrets: dict[str, str], domains: list[str] | None, tenant: str | None) -> Call:
+        body = {"name": name, "secrets": secrets, **({"domains": domains} if domains is not None else {})}
+        return Call("POST", "/v1/credentials", json=body, params={"tenant": tenant}, answer=CredentialInfo)
+
+    @staticmethod
+    def credentials(name: str | None = None, tenant: str | None = None) -> Call:
+        if name is None:
+            return Call("GET", "/v1/credentials", params={"tenant": tenant}, answer=list[CredentialInfo])
+        return Call("GET", f"/v1/credentials/{_q(name)}", params={"tenant": tenant}, answer=CredentialInfo)
+
+    @staticmethod
+    def delete_credentials(name: str, tenant: str | None) -> Call:
+        return Call("DELETE", f"/v1/credentials/{_q(name)}", params={"tenant": tenant})
 
     @staticmethod
     def export_profile(name: str) -> Call:
@@ -319,8 +335,8 @@ class Calls:
         return Call("POST", f"/v1/jobs/{_q(job_id)}/recipe", json=body, answer=RecipeInfo)
 
     @staticmethod
-    def recipes() -> Call:
-        return Call("GET", "/v1/recipes", answer=list[RecipeInfo])
+    def recipes(tenant: str | None = None) -> Call:
+        return Call("GET", "/v1/recipes", params={"tenant": tenant}, answer=list[RecipeInfo])
 
     @staticmethod
     def recipe(name: str, version: int | None = None) -> Call:
@@ -781,8 +797,9 @@ class Client:
         """Create or replace a profile from a Playwright storage state (a ``StorageState`` or its dict)."""
         return self._call(Calls.put_profile(name, state, if_version))
 
-    def profiles(self) -> list[ProfileInfo]:
-        return self._call(Calls.profiles())
+    def profiles(self, *, tenant: str | None = None) -> list[ProfileInfo]:
+        """Your profiles (the admin's: everyone's, or ``tenant``'s)."""
+        return self._call(Calls.profiles(tenant))
 
     def export_profile(self, name: str) -> StorageState:
         """The profile's storage state, in Playwright's format (``.model_dump(exclude_none=True)``)."""
@@ -790,6 +807,24 @@ class Client:
 
     def delete_profile(self, name: str) -> None:
         self._call(Calls.delete_profile(name))
+
+    # --- credential sets -------------------------------------------------------------------
+
+    def put_credentials(self, name: str, secrets: dict[str, str], *, domains: list[str] | None = None,
+                        tenant: str | None = None) -> CredentialInfo:
+        """Create or replace a credential set (values sealed; never shown again); ``domains``: where its
+        secrets may be typed (None: anywhere). ``tenant``: the admin's, for a tenant's set."""
+        return self._call(Calls.put_credentials(name, secrets, domains, tenant))
+
+    def credentials(self, *, tenant: str | None = None) -> list[CredentialInfo]:
+        """Your sets' names, secret names and domains (the admin's: everyone's, or ``tenant``'s); never a value."""
+        return self._call(Calls.credentials(None, tenant))
+
+    def credential(self, name: str, *, tenant: str | None = None) -> CredentialInfo:
+        return self._call(Calls.credentials(name, tenant))
+
+    def delete_credentials(self, name: str, *, tenant: str | None = None) -> None:
+        self._call(Calls.delete_credentials(name, tenant))
 
     # --- tenants (the admin's) -------------------------------------------------------------
 
@@ -827,8 +862,9 @@ class Client:
         each parameter's name to the value the job used (None: inferred from the task's quotes)."""
         return self._call(Calls.save_recipe(job_id, name, params))
 
-    def recipes(self) -> list[RecipeInfo]:
-        return self._call(Calls.recipes())
+    def recipes(self, *, tenant: str | None = None) -> list[RecipeInfo]:
+        """Your recipes (the admin's: everyone's, or ``tenant``'s)."""
+        return self._call(Calls.recipes(tenant))
 
     def recipe(self, name: str, version: int | None = None) -> RecipeInfo:
         return self._call(Calls.recipe(name, version))
@@ -1080,14 +1116,27 @@ class AsyncClient:
                           if_version: int | None = None) -> ProfileInfo:
         return await self._call(Calls.put_profile(name, state, if_version))
 
-    async def profiles(self) -> list[ProfileInfo]:
-        return await self._call(Calls.profiles())
+    async def profiles(self, *, tenant: str | None = None) -> list[ProfileInfo]:
+        return await self._call(Calls.profiles(tenant))
 
     async def export_profile(self, name: str) -> StorageState:
         return await self._call(Calls.export_profile(name))
 
     async def delete_profile(self, name: str) -> None:
         await self._call(Calls.delete_profile(name))
+
+    async def put_credentials(self, name: str, secrets: dict[str, str], *, domains: list[str] | None = None,
+                              tenant: str | None = None) -> CredentialInfo:
+        return await self._call(Calls.put_credentials(name, secrets, domains, tenant))
+
+    async def credentials(self, *, tenant: str | None = None) -> list[CredentialInfo]:
+        return await self._call(Calls.credentials(None, tenant))
+
+    async def credential(self, name: str, *, tenant: str | None = None) -> CredentialInfo:
+        return await self._call(Calls.credentials(name, tenant))
+
+    async def delete_credentials(self, name: str, *, tenant: str | None = None) -> None:
+        await self._call(Calls.delete_credentials(name, tenant))
 
     async def tenants(self) -> list[TenantInfo]:
         return (await self._call(Calls.tenants())).tenants
@@ -1113,8 +1162,8 @@ class AsyncClient:
     async def save_recipe(self, job_id: str, name: str, params: dict[str, str] | None = None) -> RecipeInfo:
         return await self._call(Calls.save_recipe(job_id, name, params))
 
-    async def recipes(self) -> list[RecipeInfo]:
-        return await self._call(Calls.recipes())
+    async def recipes(self, *, tenant: str | None = None) -> list[RecipeInfo]:
+        return await self._call(Calls.recipes(tenant))
 
     async def recipe(self, name: str, version: int | None = None) -> RecipeInfo:
         return await self._call(Calls.recipe(name, version))

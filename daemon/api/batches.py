@@ -87,9 +87,9 @@ async def submit(request: Request, store: Store, who: Caller) -> BatchRecord:
     settings: Settings = request.app.state.settings
     checked = await read_batch(request, settings, who)
     specs, webhook_url = checked.specs, checked.webhook_url
-    await check_credentials(specs, credential_store(request, store), batch=True)
-    await check_profiles(specs, profile_store(request, store), batch=True)
-    await check_recipes(specs, recipe_store(request, store), batch=True)
+    await check_credentials(specs, credential_store(request, store, who.tenant), batch=True)
+    await check_profiles(specs, profile_store(request, store, who.tenant), batch=True)
+    await check_recipes(specs, recipe_store(request, store, who.tenant), batch=True)
     return await submit_batch(store, specs, settings, webhook_url=webhook_url, tenant=who.tenant,
                               max_cost_usd=checked.max_cost_usd)
 

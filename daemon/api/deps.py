@@ -3,19 +3,21 @@ key), the job store, the error table.
 
 A router whose objects carry their tenant takes ``Caller`` and filters by it; every other router
 depends on ``admin_only``, which answers a tenant's key 404 as if the route held nothing, so a route
-is closed to tenants until its objects are owned (never open and leaking)."""
+is closed to tenants until its objects are owned (never open and leaking). Named objects (credential
+sets, profiles, recipes) live in their owner's namespace: ``Owner`` is the one a route acts in, and
+``owners`` the ones a listing reads."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from config.logs import note
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.store.jobs import JobStore
-from workers.jobs.tenants.models import OPERATOR_TENANT
+from workers.jobs.tenants.models import OPERATOR_TENANT, TENANT_NAME
 from workers.jobs.tenants.principal import Principal, resolve
 from workers.jobs.tenants.store import TenantStore
 
@@ -66,3 +68,31 @@ async def admin_only(who: Caller) -> None:
     """The operator's routes (and those whose objects are not owned yet): 404 to a tenant's key."""
     if not who.admin:
         raise not_found()
+
+
+TenantQuery = Annotated[str | None, Query(
+    pattern=TENANT_NAME, description=f"admin only: the tenant whose objects to act on or list ('{OPERATOR_TENANT}': "
+    "the admin's own); ignored for a tenant's key, which always acts on its own.")]
+
+
+def _owner(requested: str | None) -> str | None:
+    return None if requested == OPERATOR_TENANT else requested
+
+
+async def owner(who: Caller, tenant: TenantQuery = None) -> str | None:
+    """Whose named object a route reads or writes: a tenant's own, whatever it asks; the admin's
+    ``?tenant=`` (none: the operator's own, where single-tenant browserd kept everything)."""
+    return who.tenant if not who.admin else _owner(tenant)
+
+
+Owner = Annotated[str | None, Depends(owner)]
+
+
+async def owners(who: Principal, tenant: str | None, store: JobStore) -> list[str | None]:
+    """Whose named objects a listing reads: a tenant's own; the admin's ``?tenant=``, else everyone's
+    (the operator's, then each tenant's by name)."""
+    if not who.admin:
+        return [who.tenant]
+    if tenant is not None:
+        return [_owner(tenant)]
+    return [None, *sorted(t.name for t in await TenantStore(store.redis, store.keys).list())]

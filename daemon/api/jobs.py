@@ -53,9 +53,9 @@ async def submit_job(spec: JobSpec, request: Request, response: Response, store:
     A tenant's job is its own, within its ceilings (422 naming the one it asks past)."""
     settings: Settings = request.app.state.settings
     spec = check_spec(spec, settings, tenant_ceiling(who, settings))
-    await check_credentials([spec], credential_store(request, store), batch=False)
-    await check_profiles([spec], profile_store(request, store), batch=False)
-    await check_recipes([spec], recipe_store(request, store), batch=False)
+    await check_credentials([spec], credential_store(request, store, who.tenant), batch=False)
+    await check_profiles([spec], profile_store(request, store, who.tenant), batch=False)
+    await check_recipes([spec], recipe_store(request, store, who.tenant), batch=False)
     made = await submit_to_queue(store, spec, settings, tenant=who.tenant)
     job_id, created = made.job_id, made.created
     if not created:

@@ -1,7 +1,9 @@
 """``/v1/recipes``: succeeded agent jobs saved as recipes, replayed later with no LLM.
 
 ``POST /v1/jobs/{id}/recipe`` saves (a new version when the name exists: old versions are kept);
-a job runs one with ``{"recipe": name, "params": {...}}``.
+a job runs one with ``{"recipe": name, "params": {...}}``. A recipe is its job's tenant's: a
+tenant's key reaches only its own (another tenant's name answers 404, and a job naming it is refused
+as if it did not exist); the admin's reaches the operator's, and any tenant's with ``?tenant=``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import re
 
 from fastapi import APIRouter, Depends, Request
 
-from daemon.api.deps import ERRORS, Store, admin_only
+from daemon.api.deps import ERRORS, Caller, Owner, Store, TenantQuery, caller, owners
 from daemon.api.errors import ApiError
 from workers.jobs.errors import SpecError
 from workers.jobs.model.spec import STORED_NAME, JobSpec
@@ -20,12 +22,14 @@ from workers.jobs.recipes.recording import recipe_from_job
 from workers.jobs.recipes.store import RecipeStore
 from workers.jobs.store.jobs import JobStore
 
-router = APIRouter(prefix="/v1", dependencies=[Depends(admin_only)], responses=ERRORS, tags=["recipes"])
+router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], responses=ERRORS, tags=["recipes"])
 NAME = re.compile(STORED_NAME)
 
 
-def recipe_store(request: Request, store: JobStore) -> RecipeStore:
-    return RecipeStore(store.redis, store.keys, max_failures=request.app.state.settings.recipe_max_failures)
+def recipe_store(request: Request, store: JobStore, tenant: str | None) -> RecipeStore:
+    """``tenant``'s recipes (None: the operator's)."""
+    return RecipeStore(store.redis, store.keys, max_failures=request.app.state.settings.recipe_max_failures,
+                       tenant=tenant)
 
 
 async def check_recipes(specs: list[JobSpec], recipes: RecipeStore, *, batch: bool) -> None:
@@ -42,12 +46,13 @@ def _not_found(name: str) -> ApiError:
 
 
 @router.post("/jobs/{job_id}/recipe", status_code=201, response_model=RecipeInfo)
-async def save_recipe(job_id: str, body: SaveRecipe, request: Request, store: Store) -> RecipeInfo:
-    """Save a succeeded agent job as a recipe (its actions with locators, start URL, parameters, schema)."""
+async def save_recipe(job_id: str, body: SaveRecipe, request: Request, store: Store, who: Caller) -> RecipeInfo:
+    """Save a succeeded agent job as a recipe (its actions with locators, start URL, parameters,
+    schema); the recipe is the job's tenant's, as the job is."""
     record = await store.get(job_id)
-    if record is None:
+    if record is None or not who.sees(record.tenant):
         raise ApiError(404, "not_found", f"no job with id {job_id!r}")
-    recipes = recipe_store(request, store)
+    recipes = recipe_store(request, store, record.tenant)
     saved = await recipes.save(recipe_from_job(record, body))
     assert saved is not None
     found = await recipes.get(saved.name)
@@ -56,22 +61,27 @@ async def save_recipe(job_id: str, body: SaveRecipe, request: Request, store: St
 
 
 @router.get("/recipes", response_model=list[RecipeInfo])
-async def list_recipes(request: Request, store: Store) -> list[RecipeInfo]:
-    """Every recipe's current version, with its run statistics (success rate, broken)."""
-    return await recipe_store(request, store).list()
+async def list_recipes(request: Request, store: Store, who: Caller, tenant: TenantQuery = None) -> list[RecipeInfo]:
+    """Every recipe's current version, with its run statistics (success rate, broken): a tenant's own;
+    the admin's all, or ``?tenant=``'s."""
+    found: list[RecipeInfo] = []
+    for owner in await owners(who, tenant, store):
+        found += await recipe_store(request, store, owner).list()
+    return found
 
 
 @router.get("/recipes/{name}", response_model=RecipeInfo)
-async def get_recipe(name: str, request: Request, store: Store, version: int | None = None) -> RecipeInfo:
+async def get_recipe(name: str, request: Request, store: Store, tenant: Owner, version: int | None = None
+                     ) -> RecipeInfo:
     """One recipe: its current version (or ``?version=n``), statistics and the versions kept."""
-    found = await recipe_store(request, store).get(name, version) if NAME.match(name) else None
+    found = await recipe_store(request, store, tenant).get(name, version) if NAME.match(name) else None
     if found is None:
         raise _not_found(name if version is None else f"{name} v{version}")
     return found
 
 
 @router.delete("/recipes/{name}", status_code=204)
-async def delete_recipe(name: str, request: Request, store: Store) -> None:
+async def delete_recipe(name: str, request: Request, store: Store, tenant: Owner) -> None:
     """Forget a recipe and every version; queued jobs naming it fail instead of running."""
-    if not NAME.match(name) or not await recipe_store(request, store).delete(name):
+    if not NAME.match(name) or not await recipe_store(request, store, tenant).delete(name):
         raise _not_found(name)

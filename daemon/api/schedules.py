@@ -45,9 +45,9 @@ async def create_schedule(spec: ScheduleSpec, request: Request, store: Store, wh
     (a tenant's within its ceilings, again at each run)."""
     settings = request.app.state.settings
     specs = check(spec, settings, tenant_ceiling(who, settings))
-    await check_credentials(specs, credential_store(request, store), batch=spec.batch is not None)
-    await check_profiles(specs, profile_store(request, store), batch=spec.batch is not None)
-    await check_recipes(specs, recipe_store(request, store), batch=spec.batch is not None)
+    await check_credentials(specs, credential_store(request, store, who.tenant), batch=spec.batch is not None)
+    await check_profiles(specs, profile_store(request, store, who.tenant), batch=spec.batch is not None)
+    await check_recipes(specs, recipe_store(request, store, who.tenant), batch=spec.batch is not None)
     return await ScheduleStore(store).create(spec, who.tenant)
 
 

@@ -48,6 +48,15 @@ def json_argument(flag: str, value: str) -> Any:
         raise UsageError(f"{flag}: not valid JSON: {exc}") from None
 
 
+def json_file(path: str, what: str) -> Any:
+    """The JSON in the file at ``path`` (``-``: stdin), for a command's positional file argument;
+    ``UsageError`` (exit 2) names ``what`` could not be read."""
+    try:
+        return json.loads(sys.stdin.read() if path == "-" else Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {what} from {path}: {exc}") from None
+
+
 def client() -> Client:
     return Client()  # BROWSERD_API_URL and BROWSERD_API_TOKEN (or --api-url / --token)
 

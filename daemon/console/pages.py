@@ -403,38 +403,51 @@ async def schedule_action(request: Request, schedule_id: str, action: str, sessi
 
 # --- recipes -----------------------------------------------------------------------------------
 
-def recipes_of(request: Request) -> RecipeStore:
+def recipes_of(request: Request, tenant: str | None = None) -> RecipeStore:
+    """``tenant``'s recipes (None: the operator's): each tenant's live under its own keys."""
     store = store_of(request)
-    return RecipeStore(store.redis, store.keys, max_failures=settings_of(request).recipe_max_failures)
+    return RecipeStore(store.redis, store.keys, max_failures=settings_of(request).recipe_max_failures, tenant=tenant)
+
+
+def _owner(tenant: str | None) -> str | None:
+    """A page's ``?tenant=`` (the console is the admin's): a name that is no tenant's names nothing."""
+    if tenant is not None and not is_tenant_name(tenant):
+        raise NotFound(f"No tenant {tenant!r}.")
+    return tenant
 
 
 @router.get("/recipes", response_class=HTMLResponse)
 async def recipes_page(request: Request, session: Viewer) -> Response:
+    """Everyone's recipes: the operator's, then each tenant's (named in their row)."""
     _admin(session)
-    recipes = await recipes_of(request).list()
+    store = store_of(request)
+    owners = [None, *sorted(t.name for t in await TenantStore(store.redis, store.keys).list())]
+    recipes = [info for owner in owners for info in await recipes_of(request, owner).list()]
     return render(request, "recipes.html", {"recipes": recipes}, csrf=session.csrf)
 
 
-async def _recipe(request: Request, name: str, version: int | None = None) -> RecipeInfo:
-    info = await recipes_of(request).get(name, version) if re.fullmatch(STORED_NAME, name) else None
+async def _recipe(request: Request, name: str, version: int | None = None, tenant: str | None = None) -> RecipeInfo:
+    found = re.fullmatch(STORED_NAME, name)
+    info = await recipes_of(request, _owner(tenant)).get(name, version) if found else None
     if info is None:
         raise NotFound(f"No recipe {name!r}" + (f" with a version {version}." if version else "."))
     return info
 
 
 @router.get("/recipes/{name}", response_class=HTMLResponse)
-async def recipe_page(request: Request, name: str, session: Viewer, version: int | None = None) -> Response:
+async def recipe_page(request: Request, name: str, session: Viewer, version: int | None = None,
+                      tenant: str | None = None) -> Response:
     _admin(session)
-    info = await _recipe(request, name, version)
+    info = await _recipe(request, name, version, tenant)
     steps = [describe_step(step) for step in info.recipe.steps]
     return render(request, "recipe.html", {"info": info, "steps": steps}, csrf=session.csrf)
 
 
 @router.post("/recipes/{name}/delete")
-async def recipe_delete(request: Request, name: str, session: Actor) -> Response:
+async def recipe_delete(request: Request, name: str, session: Actor, tenant: str | None = None) -> Response:
     _admin(session)
-    await _recipe(request, name)
-    await recipes_of(request).delete(name)
+    await _recipe(request, name, tenant=tenant)
+    await recipes_of(request, _owner(tenant)).delete(name)
     return RedirectResponse(f"{COOKIE_PATH}/recipes", status_code=303)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.frontends.console import console_client, login
+from tests.frontends.console import TOKEN, console_client, login
 from workers.jobs.recipes.models import Recipe, RecipeStep
 from workers.jobs.recipes.store import RecipeStore
 from workers.jobs.store.connection import connect
@@ -25,11 +25,11 @@ def client(redis_url: str) -> Iterator[TestClient]:
         yield c
 
 
-def save(redis_url: str, *recipes: Recipe) -> None:
+def save(redis_url: str, *recipes: Recipe, tenant: str | None = None) -> None:
     async def go() -> None:
         redis = connect(redis_url)
         try:
-            store = RecipeStore(redis, Keys())
+            store = RecipeStore(redis, Keys(), tenant=tenant)
             for recipe in recipes:
                 await store.save(recipe)
         finally:
@@ -70,3 +70,23 @@ def test_recipes_are_listed_shown_by_version_and_deleted(client: TestClient, red
     assert gone.status_code == 303 and gone.headers["location"] == "/ui/recipes"
     assert client.get("/ui/recipes/shop-search").status_code == 404
     assert client.post("/ui/recipes/shop-search/delete", data={"csrf": csrf}).status_code == 404
+
+
+def test_the_admins_console_shows_each_tenants_recipes_under_its_name(client: TestClient, redis_url: str) -> None:
+    csrf = login(client)
+    made = client.post("/v1/tenants", json={"name": "acme"}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert made.status_code == 201, made.text
+    save(redis_url, search(1, "Search"))
+    save(redis_url, search(1, "Find"), tenant="acme")  # one name, two owners
+    listing = client.get("/ui/recipes").text
+    assert listing.count('data-recipe="shop-search"') == 2 and 'data-tenant="acme"' in listing
+    assert 'href="/ui/recipes/shop-search?tenant=acme"' in listing
+    theirs = client.get("/ui/recipes/shop-search?tenant=acme").text
+    assert "button 'Find'" in html.unescape(theirs) and 'id="recipe-tenant">acme<' in theirs
+    assert "button 'Search'" in html.unescape(client.get("/ui/recipes/shop-search").text)
+    assert client.get("/ui/recipes/shop-search?tenant=beta").status_code == 404
+    assert client.get("/ui/recipes/shop-search?tenant=..%2F..").status_code == 404
+    gone = client.post("/ui/recipes/shop-search/delete?tenant=acme", data={"csrf": csrf})
+    assert gone.status_code == 303
+    assert client.get("/ui/recipes/shop-search?tenant=acme").status_code == 404
+    assert client.get("/ui/recipes/shop-search").status_code == 200  # the operator's stays

@@ -30,8 +30,9 @@ def test_a_recipe_job_is_on_its_recipes_domain():
 
 async def test_an_automatic_job_replays_a_recipe_that_extracts_with_the_model_only_when_allowed(store):
     recipes = RecipeReplay(Services(settings=load_settings(), records=LocalRecords(), redis=store.redis, keys=store.keys))
-    assert recipes.store is not None
-    await recipes.store.save(Recipe(name="read", task="read the prices of {{q}}", params={"q": "mugs"},
+    operators = recipes.store(None)  # the operator's recipes (a tenant's job: its own, recipes.store(tenant))
+    assert operators is not None
+    await operators.save(Recipe(name="read", task="read the prices of {{q}}", params={"q": "mugs"},
                                     steps=[RecipeStep(action="extract_content", params={"goal": "prices"})]))
     plain = await recipes.choose(JobSpec(task="read the prices of teapots", auto_recipe="read"))
     assert plain.plan is None and plain.record_as is None, "the agent runs; the recipe stays as it is"

@@ -38,6 +38,7 @@ from workers.agent.errors import (
     PausedTooLong,
     ProxyFailed,
     ResourceLimit,
+    SecretDomainRefused,
     StepTimeout,
     TaskNotDone,
     Stuck,
@@ -99,6 +100,7 @@ LISTED: list[tuple[BaseException, C]] = [
     (ResultTooLarge(2_000_000, 1_000_000), C.invalid_output),
     (SchemaCheckExpired(10), C.invalid_output),
     (ProxyFailed("127.0.0.1:3128 refused the connection"), C.proxy_error),
+    (SecretDomainRefused("password", "http://evil.localhost/", ["shop.localhost"]), C.secret_domain_refused),
     # the browser
     (ResourceLimit("the page used 900 MiB"), C.resource_limit),
     (cdp.ResourceLimitExceeded("ctx-1", 900 * MIB, 512 * MIB, measure="renderer"), C.resource_limit),

@@ -7,6 +7,8 @@ ended fails with is decided in one place, ``workers.agent.failures``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from workers.jobs.model.status import Outcome
 
 
@@ -108,6 +110,16 @@ class HostUnresolved(AgentError):
     def __init__(self, url: str, reason: str) -> None:
         self.url, self.reason = url, reason
         super().__init__(f"{reason}: {url}")
+
+
+class SecretDomainRefused(AgentError):
+    """A secret bound to domains (a credential set's ``domains``, a job's ``secret_domains``) was about
+    to be typed into a frame elsewhere: nothing was typed, and the job ends (``secret_domain_refused``)."""
+
+    def __init__(self, name: str, url: str | None, domains: Sequence[str]) -> None:
+        self.name, self.url, self.domains = name, url, list(domains)
+        where = url[:200] if url else "a frame with no address"
+        super().__init__(f"secret {name!r} may be typed only on {', '.join(domains)}; refused on {where}")
 
 
 class ActionError(AgentError):

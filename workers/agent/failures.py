@@ -46,6 +46,7 @@ from workers.agent.errors import (
     PausedTooLong,
     ProxyFailed,
     ResourceLimit,
+    SecretDomainRefused,
     StepTimeout,
     Stuck,
     TaskNotDone,
@@ -99,6 +100,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     LLMBudgetSpent: FailureCategory.llm_budget,  # the job's own LLM budget (tokens, seconds)
     # the page and the policy
     URLBlocked: FailureCategory.url_blocked,
+    SecretDomainRefused: FailureCategory.secret_domain_refused,  # nothing was typed; the job ends
     HostUnresolved: FailureCategory.dns_error,
     ActionError: FailureCategory.action_error,
     InvalidOutput: FailureCategory.invalid_output,

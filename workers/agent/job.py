@@ -20,7 +20,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,6 +90,7 @@ class JobInputs:
     telemetry: Telemetry = SILENT
     secrets: Mapping[str, str] = field(default_factory=dict)
     totp: Mapping[str, str] = field(default_factory=dict)  # second factors: name -> base32 seed
+    secret_domains: Mapping[str, Sequence[str]] = field(default_factory=dict)  # name -> where it may be typed
     files: Mapping[str, bytes] = field(default_factory=dict)  # input files upload_file may set: name -> content
     navigation_gate: NavigationGate | None = None
     profiles: ProfileIO | None = None
@@ -112,7 +113,7 @@ class JobSession:
         self.replay = inputs.replay
         self.cancel = CancelToken(inputs.is_cancelled)
         self.pause = PauseGate(inputs.is_paused, max_seconds=self.config.pause_max_seconds)
-        self.hidden = Secrets(inputs.secrets, inputs.totp)
+        self.hidden = Secrets(inputs.secrets, inputs.totp, inputs.secret_domains)
         self._scrub_logs()
         self.folder = Path(tempfile.mkdtemp(prefix="browserd-downloads-"))
         self.uploads: Uploads | None = None

@@ -12,19 +12,27 @@ A second factor (``totp``: a name and its base32 seed) is written the same way; 
 the code of the moment (RFC 6238, ``pyotp``). Each code typed joins the secrets the scrubber
 knows before it reaches the browser, so a page echoing it (or a log quoting the field) shows the
 placeholder; the seed is one of the values scrubbed from the start.
+
+A secret may be **bound to domains** (``domains``: name -> entries; a credential set's
+``domains``, a job's ``secret_domains``): ``fill`` is then given the URL of the frame being typed
+into, read from the browser at that moment (``frame_url``), and refuses (``SecretDomainRefused``,
+which ends the job) unless its host is an entry or under one. A frame with no host (about:blank,
+data:, a frame the browser no longer knows) is refused too: a bound secret goes only where it is sure to.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyotp
 from pydantic import BaseModel
 
-from workers.agent.errors import ActionError
+from config.hosts import listed, parse_entry
+from workers.agent.errors import ActionError, SecretDomainRefused
 from workers.jobs.secrets.scrubber import Scrubber, placeholder
 
 PLACEHOLDER = re.compile(r"<secret>\s*([A-Za-z][A-Za-z0-9_]{0,63})\s*</secret>")
@@ -34,6 +42,7 @@ PLACEHOLDER = re.compile(r"<secret>\s*([A-Za-z][A-Za-z0-9_]{0,63})\s*</secret>")
 class Secrets:
     values: Mapping[str, str] = field(default_factory=dict)
     totp: Mapping[str, str] = field(default_factory=dict)  # name -> base32 seed
+    domains: Mapping[str, Sequence[str]] = field(default_factory=dict)  # name -> where it may be typed (absent: anywhere)
     scrubber: Scrubber = field(init=False, repr=False, compare=False)
     codes: dict[str, list[str]] = field(init=False, repr=False, compare=False)  # name -> the codes typed
 
@@ -49,11 +58,17 @@ class Secrets:
     def __bool__(self) -> bool:
         return bool(self.values) or bool(self.totp)
 
-    def fill(self, text: str, action: str) -> str:
+    def bound(self, text: str) -> bool:
+        """Whether ``text`` names a secret bound to domains (its frame's URL must then be read)."""
+        return any(self.domains.get(m.group(1)) for m in PLACEHOLDER.finditer(text))
+
+    def fill(self, text: str, action: str, url: str | None = None) -> str:
         """``text`` with each placeholder replaced by its value, a second factor's by its current code
-        (an unknown name is an action error)."""
+        (an unknown name is an action error); a bound secret only when ``url`` (the frame typed into,
+        now) is on one of its domains."""
         def value(match: re.Match[str]) -> str:
             name = match.group(1)
+            self._check_domain(name, url)
             if name in self.totp:
                 return self._code(name)
             if name not in self.values:
@@ -62,6 +77,18 @@ class Secrets:
             return self.values[name]
 
         return PLACEHOLDER.sub(value, text)
+
+    def _check_domain(self, name: str, url: str | None) -> None:
+        domains = self.domains.get(name)
+        if not domains:
+            return
+        try:
+            parts = urlsplit(url or "")
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            host, port = None, None
+        if host is None or not listed((parse_entry(d) for d in domains), host, port):
+            raise SecretDomainRefused(name, url, domains)
 
     def _code(self, name: str) -> str:
         """The second factor's code of this moment, known to the scrubber before anyone sees it."""

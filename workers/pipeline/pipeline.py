@@ -121,6 +121,7 @@ class Pipeline:
                 return Delivered(claim.outcome, CLAIM_FINALS.get(claim.outcome))
             spec = await self.records.spec(job_id)
             run = self._begin(job_id, claim.attempt, spec)
+            run.tenant = await self.records.tenant(job_id)
             try:
                 result = await self._first_run(run, spec)
             finally:

@@ -56,6 +56,11 @@ class RunRecords(Protocol):
     async def spec(self, job_id: str) -> JobSpec | None:
         ...
 
+    async def tenant(self, job_id: str) -> str | None:
+        """The tenant whose job it is (None: the operator's), asked once after ``spec``: what the
+        features look its named objects up under (credential sets, profiles, recipes)."""
+        ...
+
     async def progress(self, job_id: str, attempt: int, *, step: StepRecord | None = None,
                        first_command_at: float | None = None) -> bool:
         """A step (``StepRecord``) or the first command's time; False once the run lost the job."""
@@ -87,6 +92,7 @@ class StoreRecords:
     def __init__(self, store: JobStore) -> None:
         self.store = store
         self.finisher = Finisher(store)
+        self._tenants: dict[str, str | None] = {}  # job id -> its tenant, from ``spec`` until ``tenant`` takes it
 
     async def claim(self, job_id: str, *, worker: str, max_attempts: int, stale_after: float) -> Claim:
         claim = await self.store.start(job_id, worker=worker, max_attempts=max_attempts, stale_after=stale_after)
@@ -99,9 +105,18 @@ class StoreRecords:
     async def spec(self, job_id: str) -> JobSpec | None:
         """The job's spec; the record is read here once, so its tenant joins the log context (never a key)."""
         record = await self.store.get(job_id)
-        if record is not None and record.tenant is not None:
-            note(tenant=record.tenant)
+        if record is not None:
+            self._tenants[job_id] = record.tenant
+            if record.tenant is not None:
+                note(tenant=record.tenant)
         return record.spec if record is not None else None
+
+    async def tenant(self, job_id: str) -> str | None:
+        """Read with the spec (``spec``); a job read no other way is read again."""
+        if job_id in self._tenants:
+            return self._tenants.pop(job_id)
+        record = await self.store.get(job_id)
+        return record.tenant if record is not None else None
 
     async def progress(self, job_id: str, attempt: int, *, step: StepRecord | None = None,
                        first_command_at: float | None = None) -> bool:
@@ -183,6 +198,9 @@ class LocalRecords:
 
     async def spec(self, job_id: str) -> JobSpec | None:
         return self.specs.get(job_id)
+
+    async def tenant(self, job_id: str) -> str | None:
+        return None  # a local run is the operator's
 
     async def progress(self, job_id: str, attempt: int, *, step: StepRecord | None = None,
                        first_command_at: float | None = None) -> bool:

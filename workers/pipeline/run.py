@@ -48,6 +48,7 @@ class JobRun:
     stack: AsyncExitStack = field(default_factory=AsyncExitStack)  # what the job holds: slot, lease, session
     number: int = 1
     task: str | None = None
+    tenant: str | None = None  # whose job it is (None: the operator's): its named objects are looked up as its
     cancelled: bool = False  # the owner's cancel, as the worker's ticker read it
     paused: bool = False
     owner_cancel: Callable[[], bool] | None = None  # a cancel read directly (a local run's Ctrl-C)

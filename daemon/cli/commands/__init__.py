@@ -1,4 +1,4 @@
 """Subcommands of ``browserd``: each module has ``register(subparsers)`` setting ``handler``."""
 
 COMMANDS = ["config", "run", "worker", "serve", "submit", "status", "watch", "cancel", "pause", "follow_up", "artifacts", "jobs",
-            "inspect", "batch", "batches", "crawl", "results", "beat", "schedule", "changes", "profile", "recipe", "tenant", "demo", "completion", "mcp", "doctor", "queue", "webhooks"]
+            "inspect", "batch", "batches", "crawl", "results", "beat", "schedule", "changes", "profile", "credentials", "recipe", "tenant", "demo", "completion", "mcp", "doctor", "queue", "webhooks"]

@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 
-from daemon.cli.output import EXIT_USAGE, api_command, client, print_json
+from daemon.cli.output import api_command, client, json_file, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     out.add_argument("--out", type=Path, help="write it to this file (created readable by you only)")
     listing = actions.add_parser("list", help="every profile: name, version, cookies, origins, last write")
     listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument("--tenant", help="the admin's: one tenant's profiles (default: everyone's)")
     gone = actions.add_parser("delete", help="forget a profile")
     gone.add_argument("name")
     p.set_defaults(handler=run)
@@ -38,11 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     api = client()
     if args.action == "import":
-        try:
-            state = json.loads(sys.stdin.read() if args.file == "-" else Path(args.file).read_text())
-        except (OSError, ValueError) as exc:
-            print(f"browserd: cannot read a storage state from {args.file}: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        state = json_file(args.file, "a storage state")
         info = api.put_profile(args.name, state, if_version=args.if_version)
         print(f"{info.name}  version {info.version}  {info.cookies} cookies  {info.origins} origins")
     elif args.action == "export":
@@ -54,12 +49,13 @@ def run(args: argparse.Namespace) -> int:
             with os.fdopen(fd, "w") as fh:
                 fh.write(text + "\n")
     elif args.action == "list":
-        profiles = api.profiles()
+        profiles = api.profiles(tenant=args.tenant)
         if args.json:
             print_json([p.model_dump(mode="json") for p in profiles])
         for p in [] if args.json else profiles:
+            owner = f"  tenant {p.tenant}" if p.tenant else ""
             print(f"{p.name}  version {p.version}  {p.cookies} cookies  {p.origins} origins  "
-                  f"updated {p.updated_at:%Y-%m-%d %H:%M:%S}Z")
+                  f"updated {p.updated_at:%Y-%m-%d %H:%M:%S}Z{owner}")
     else:
         api.delete_profile(args.name)
         print(f"deleted {args.name}")

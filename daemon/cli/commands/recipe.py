@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="a parameter and the value the job used (repeat); default: the task's quoted strings "
                       "the job typed")
     listing = actions.add_parser("list", help="every recipe with its version and success rate")
+    listing.add_argument("--tenant", help="the admin's: one tenant's recipes (default: everyone's)")
     show = actions.add_parser("show", help="one recipe: its steps, parameters and statistics")
     show.add_argument("name")
     show.add_argument("--version", type=int)
@@ -39,6 +40,7 @@ def line(info: RecipeInfo) -> str:
     r, s = info.recipe, info.stats
     rate = f"{s.success_rate:.0%}" if s.success_rate is not None else "-"
     state = f"  BROKEN: {s.broken}" if s.broken else ""
+    state += f"  tenant {info.tenant}" if info.tenant else ""
     params = ",".join(r.params) or "-"
     return (f"{r.name}  v{r.version}  steps={len(r.steps)}  params={params}  runs={s.runs}  replayed={s.replayed}  "
             f"healed={s.healed}  failed={s.failed}  success={rate}{state}")
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "save":
         answer = api.save_recipe(args.job_id, args.name, params_of(args.param))
     elif args.action == "list":
-        answer = api.recipes()
+        answer = api.recipes(tenant=args.tenant)
     elif args.action == "show":
         answer = api.recipe(args.name, args.version)
     else:

@@ -150,3 +150,35 @@ async def node_ids(element: Any, function: str) -> list[int]:
                 await session.send("Runtime.releaseObject", {"objectId": handle})
             except cdp.CDPException:
                 pass
+
+
+async def frame_url(element: Any) -> str | None:
+    """The URL the element's frame holds now, as the browser knows it (its frame tree, which no
+    script of the page can rewrite); None when the frame is gone (navigated away to another
+    process, detached). What a secret bound to domains is checked against at the moment of typing."""
+    session: cdp.CDPSession = element.session
+    try:
+        tree = await session.send("Page.getFrameTree")
+    except cdp.CDPException:
+        return None
+    pending = [tree.get("frameTree", {})]
+    while pending:
+        node = pending.pop()
+        frame = node.get("frame", {})
+        if frame.get("id") == element.frame_id:
+            url = frame.get("url")
+            return str(url) if url else None
+        pending.extend(node.get("childFrames", []))
+    return None
+
+
+HOLDS_FOCUS_JS = """function() {
+  const doc = this.ownerDocument;
+  return doc.hasFocus() && (doc.activeElement === this || this.contains(doc.activeElement));
+}"""
+
+
+async def holds_focus(element: Any) -> bool:
+    """Whether the element (in its own frame, which has the page's focus) is where typed text goes:
+    a page moving the focus to another frame between the click and the typing is caught here."""
+    return bool(await call_on_element(element, HOLDS_FOCUS_JS))

@@ -8,6 +8,8 @@ import workers.agent.actions.dropdowns as dropdowns
 from workers.agent.actions.cdp_input import (
     call_on_element,
     click_at,
+    frame_url,
+    holds_focus,
     insert_text,
     press,
     send_keys,
@@ -70,11 +72,23 @@ async def input_text(ctx: JobContext, p: InputText) -> ActionResult:
     await click_at(browser.page.session, point.x, point.y)
     previous = await call_on_element(element, SELECT_CONTENT_JS)
     if p.text:
-        await insert_text(element.session, ctx.secrets.fill(p.text, "input_text"))  # the record keeps the placeholder
+        await insert_text(element.session, await _filled(ctx, p.text, element))  # the record keeps the placeholder
     elif previous:
         await press(element.session, "Delete")
     browser.invalidate()
     return ActionResult(f"typed {p.text!r} into {describe(element.index, element)}")
+
+
+async def _filled(ctx: JobContext, text: str, element: Any) -> str:
+    """The text to type, secrets filled in; a secret bound to domains only into a frame on them
+    (its URL read from the browser now, after the click) that holds the focus."""
+    if not ctx.secrets.bound(text):
+        return ctx.secrets.fill(text, "input_text")
+    filled = ctx.secrets.fill(text, "input_text", await frame_url(element))
+    if not await holds_focus(element):
+        raise ActionError(f"{describe(element.index, element)} lost the focus before the secret was typed (the page "
+                          "moved it); nothing was typed", action="input_text", index=element.index)
+    return filled
 
 
 @action("get_dropdown_options", GetDropdownOptions, "List the options of the dropdown with this index")

@@ -49,6 +49,7 @@ most 64; it is a hash field or part of a key, and a path segment of the API."""
 ProfileName = Annotated[str, StringConstraints(pattern=STORED_NAME)]
 RecipeName = Annotated[str, StringConstraints(pattern=STORED_NAME)]
 MAX_SECRETS = 20
+MAX_SECRET_DOMAINS = 64  # domains one credential set (or a job's own secrets) may be typed on
 MIN_SECRET, MAX_SECRET = 4, 4096
 
 
@@ -303,6 +304,11 @@ class JobSpec(BaseModel):
         description="Values the job may type without the model seeing them: the model writes <secret>name</secret> "
         "in input_text and the browser gets the value. Stored encrypted (BROWSERD_SECRETS_KEY); shown masked.",
     )
+    secret_domains: list[str] = Field(
+        default_factory=list, max_length=MAX_SECRET_DOMAINS,
+        description="Where the job's own secrets and totp codes may be typed: a page (top frame or iframe) whose "
+        "host is one of these domains or under it, checked at the moment of typing; elsewhere the job fails with "
+        "category secret_domain_refused. Empty: anywhere. A credential set's secrets follow the set's own domains.")
     credentials: SecretName | None = Field(
         None, description="Name of a stored credential set (POST /v1/credentials) whose secrets the job may use.")
     sealed_secrets: str | None = Field(
@@ -367,9 +373,13 @@ class JobSpec(BaseModel):
             raise ValueError("give the job's own 'proxy' or a 'proxy_pool', not both")
         if both := sorted(set(self.secrets) & set(self.totp)):
             raise ValueError(f"totp: {', '.join(both)} named in 'secrets' too: one name, one value")
+        if self.secret_domains and not self.secrets and not self.totp and self.sealed_secrets is None \
+                and self.sealed_totp is None:
+            raise ValueError("secret_domains binds the job's own 'secrets' (or 'totp'): give them with it (a credential "
+                             "set's domains are the set's own)")
         return self
 
-    @field_validator("allowed_domains", "denied_domains")
+    @field_validator("allowed_domains", "denied_domains", "secret_domains")
     @classmethod
     def _domains(cls, value: list[str]) -> list[str]:
         """Entries kept in their one spelling (``config.hosts``): ``EVIL.example.`` is stored

@@ -60,6 +60,7 @@ class FailureCategory(StrEnum):
     recipe_unavailable = "recipe_unavailable"  # the recipe it replays: deleted, marked broken, or changed
     input_file_missing = "input_file_missing"  # an input file's artifact: expired, gone, or another tenant's
     budget_exceeded = "budget_exceeded"  # its LLM calls cost max_cost_usd: stopped before the next one
+    secret_domain_refused = "secret_domain_refused"  # a bound secret was to be typed on a page off its domains
 
 
 class Outcome(StrEnum):

@@ -99,6 +99,7 @@ class ProfileInfo(BaseModel):
     cookies: int
     origins: int
     updated_at: datetime
+    tenant: str | None = Field(None, description="The tenant whose key made it; null: the operator's.")
 
 
 def check_size(state: StorageState) -> str:

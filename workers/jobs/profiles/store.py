@@ -42,8 +42,11 @@ from workers.jobs.store.scripts import source
 
 
 class ProfileStore:
-    def __init__(self, redis: Redis, settings: Settings, keys: Keys | None = None) -> None:
-        self.redis, self.settings, self.keys = redis, settings, keys or Keys()
+    """One owner's profiles: ``tenant``'s (None: the operator's), under its own keys (``Keys.owned_by``)."""
+
+    def __init__(self, redis: Redis, settings: Settings, keys: Keys | None = None, *, tenant: str | None = None) -> None:
+        self.redis, self.settings, self.tenant = redis, settings, tenant
+        self.keys = (keys or Keys()).owned_by(tenant)
         self._put = redis.register_script(source("profile_put"))
 
     @property
@@ -66,15 +69,15 @@ class ProfileStore:
         if version < 0:
             raise ProfileConflict(name, if_version or 0)
         return ProfileInfo(name=name, version=version, cookies=len(state.cookies), origins=len(state.origins),
-                           updated_at=datetime.fromtimestamp(now, UTC))
+                           updated_at=datetime.fromtimestamp(now, UTC), tenant=self.tenant)
 
     async def list(self) -> list[ProfileInfo]:
         raw = await self.redis.hgetall(self.keys.profiles)
-        return sorted((_info(name, value) for name, value in raw.items()), key=lambda i: i.name)
+        return sorted((_info(name, value, self.tenant) for name, value in raw.items()), key=lambda i: i.name)
 
     async def info(self, name: str) -> ProfileInfo | None:
         raw = await self.redis.hget(self.keys.profiles, name)
-        return None if raw is None else _info(name, raw)
+        return None if raw is None else _info(name, raw, self.tenant)
 
     async def exists(self, name: str) -> bool:
         return bool(await self.redis.hexists(self.keys.profiles, name))
@@ -92,7 +95,7 @@ class ProfileStore:
         return StorageState.model_validate(opened)
 
 
-def _info(name: str, raw: str) -> ProfileInfo:
+def _info(name: str, raw: str, tenant: str | None) -> ProfileInfo:
     entry: dict[str, Any] = json.loads(raw)
     return ProfileInfo(name=name, version=entry["version"], cookies=entry["cookies"], origins=entry["origins"],
-                       updated_at=datetime.fromtimestamp(entry["updated_at"], UTC))
+                       updated_at=datetime.fromtimestamp(entry["updated_at"], UTC), tenant=tenant)

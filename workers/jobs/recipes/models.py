@@ -117,6 +117,7 @@ class RecipeInfo(BaseModel):
     recipe: Recipe
     stats: RecipeStats
     versions: list[int]
+    tenant: str | None = Field(None, description="The tenant whose key made it; null: the operator's.")
 
 
 class SaveRecipe(BaseModel):

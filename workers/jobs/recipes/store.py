@@ -24,8 +24,11 @@ from workers.jobs.store.keys import Keys
 class RecipeStore:
     """Recipes in the job store's Redis: every version kept, run counters beside them."""
 
-    def __init__(self, redis: Redis, keys: Keys | None = None, *, max_failures: int = 3) -> None:
-        self.redis, self.keys, self.max_failures = redis, keys or Keys(), max_failures
+    def __init__(self, redis: Redis, keys: Keys | None = None, *, max_failures: int = 3,
+                 tenant: str | None = None) -> None:
+        """One owner's recipes: ``tenant``'s (None: the operator's), under its own keys (``Keys.owned_by``)."""
+        self.redis, self.max_failures, self.tenant = redis, max_failures, tenant
+        self.keys = (keys or Keys()).owned_by(tenant)
 
     async def save(self, recipe: Recipe, *, only_if_new: bool = False) -> Recipe | None:
         """Store ``recipe`` as the next version (the old ones are kept) and clear a ``broken`` mark.
@@ -54,7 +57,7 @@ class RecipeStore:
         if not raw.get(f"v:{current}"):
             return None
         return RecipeInfo(recipe=Recipe.model_validate_json(raw[f"v:{current}"]), stats=_stats(raw),
-                          versions=sorted(int(k[2:]) for k in raw if k.startswith("v:")))
+                          versions=sorted(int(k[2:]) for k in raw if k.startswith("v:")), tenant=self.tenant)
 
     async def list(self) -> list[RecipeInfo]:
         names = await self.redis.zrange(self.keys.recipes, 0, -1)

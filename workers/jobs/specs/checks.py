@@ -117,13 +117,8 @@ def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None
 
 def apply_ceiling(spec: JobSpec, ceiling: Ceiling) -> JobSpec:
     """Refuse what asks past the ceiling; fill in the steps and timeout a job leaves open with the
-    ceiling's, so an unbounded request runs bounded. A tenant's job may not name the operator's
-    credential sets, profiles or recipes (they are not owned per tenant)."""
-    if ceiling.tenant:
-        for field in ("credentials", "profile", "save_profile", "recipe", "auto_recipe"):
-            if getattr(spec, field) is not None:
-                raise SpecError.at(field, f"{ceiling.source} may not use the operator's credential sets, profiles "
-                                   "or recipes (they are not kept per tenant yet)")
+    ceiling's, so an unbounded request runs bounded. (The credential sets, profiles and recipes a
+    tenant's job names are looked up among its own: ``daemon.api`` checks them, the workers open them.)"""
     check_ceiling(JobLimits(spec.allowed_networks, spec.allowed_domains, spec.options.max_steps, spec.timeout), ceiling)
     if ceiling.domains is not None and spec.start_url is not None:
         host = spec.start_url.host or ""

@@ -55,14 +55,19 @@ key                             type       holds
                                            page's fingerprint (``schedules.reads.PageRead``): the next run
                                            reuses it when the page is unchanged; expires ``READS_TTL`` after
                                            the last write
-``P credentials``               hash       credential set name -> JSON {secret names, created_at, the
-                                           values as one Fernet token} (``secrets.credentials``)
+``P credentials``               hash       credential set name -> JSON {secret names, domains, created_at,
+                                           the values as one Fernet token} (``secrets.credentials``)
 ``P profiles``                  hash       auth profile name -> JSON {version, updated_at, cookies,
                                            origins, the storage state as one Fernet token} (``profiles.store``)
 ``P recipe:{name}``             hash       a recipe (``recipes.store``): ``v:{n}`` each version's JSON (all
                                            kept), ``version`` the current one, ``next``, run counters
                                            (runs, replayed, healed, failed, failing), broken, last_error
 ``P recipes``                   zset       recipe names, score creation time
+``P tenant:{t}:credentials``    hash       tenant t's credential sets, ``P tenant:{t}:profiles`` its auth
+``P tenant:{t}:recipe:{name}``  ...        profiles, ``P tenant:{t}:recipe:{name}`` and ``P tenant:{t}:recipes``
+                                           its recipes: the same families as the operator's above, under
+                                           the tenant's own prefix (``Keys.owned_by``), so two tenants may
+                                           use one name and neither's key can name the other's
 ``P tenants``                   hash       tenant name -> JSON {key id, key's sha256, created_at, revoked,
                                            ceilings} (``tenants.store``); never the key itself
 ``P tenant-keys``               hash       key id (the key's public prefix) -> tenant name
@@ -144,6 +149,13 @@ class Keys:
 
     def __init__(self, prefix: str = DEFAULT_PREFIX) -> None:
         self.prefix = prefix
+
+    def owned_by(self, tenant: str | None) -> Keys:
+        """The keys of ``tenant``'s named objects (credential sets, profiles, recipes): the same
+        families under ``P tenant:{t}:``; None, the operator's, is this prefix itself, so what
+        single-tenant browserd stored stays where it was. Only those three families are read
+        through the result (a tenant name has no ':', so no family of one prefix is another's)."""
+        return self if tenant is None else Keys(f"{self.prefix}tenant:{tenant}:")
 
     def job(self, job_id: str) -> str:
         return f"{self.prefix}job:{job_id}"

@@ -33,7 +33,6 @@ class Ceiling:
     domains: tuple[str, ...] | None = None
     max_steps: int | None = None
     timeout: float | None = None
-    tenant: bool = False  # a tenant's: the operator's named stores (credentials, profiles, recipes) are not its
     proxy_pools: tuple[str, ...] | None = None  # the operator's pools it may name; None: any
 
 
@@ -44,8 +43,7 @@ def tenant_ceiling(who: Principal, settings: Settings) -> Ceiling | None:
     limits = who.limits or TenantLimits()
     return Ceiling(source=f"tenant {who.tenant!r}", networks=tuple(limits.allowed_networks),
                    domains=tuple(limits.allowed_domains) if limits.allowed_domains is not None else None,
-                   max_steps=limits.max_steps, timeout=limits.timeout, tenant=True,
-                   proxy_pools=tuple(limits.proxy_pools))
+                   max_steps=limits.max_steps, timeout=limits.timeout, proxy_pools=tuple(limits.proxy_pools))
 
 
 def operator_ceiling(settings: Settings) -> Ceiling:

@@ -5,7 +5,8 @@ Profiles live sealed in the shared store; this feature opens the one the job sta
 its browser exists and gives the agent a way to save the end state (``ProfileIO``). The agent
 writes the state into the job's fresh context and reads it back out (``workers.agent.profiles``),
 so profile data passes through no prompt, log or record. A profile that does not exist is the
-tenant's mistake: ``profile_missing``.
+tenant's mistake: ``profile_missing``; profiles are looked up (and saved) among the job's own
+tenant's only (``JobRun.tenant``), so another tenant's profile of the same name is as absent as none.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class AuthProfiles(Feature):
         spec = run.spec
         if not spec.profile and not spec.save_profile:
             return
-        store = self._store(spec.profile or spec.save_profile or "")
+        store = self._store(spec.profile or spec.save_profile or "", run.tenant)
         io = ProfileIO()
         if spec.profile:
             try:
@@ -39,8 +40,8 @@ class AuthProfiles(Feature):
             io.save = save
         run.inputs.profiles = io
 
-    def _store(self, name: str) -> ProfileStore:
+    def _store(self, name: str, tenant: str | None) -> ProfileStore:
         if self.services.redis is None:
             raise ProfileMissing(name, f"the job uses auth profile {name!r}, but auth profiles live in browserd's "
                                  "store, which this run does not reach (set BROWSERD_REDIS_URL)")
-        return ProfileStore(self.services.redis, self.settings, self.services.keys)
+        return ProfileStore(self.services.redis, self.settings, self.services.keys, tenant=tenant)

@@ -10,7 +10,8 @@ Once the run ended, before its result is recorded (settle): the recipe's counter
 row too many marks it broken), the replay metrics, and a new version when the agent healed the
 run (or when an automatic job was the first to succeed). Learning never changes the result. A
 recipe that is gone, broken or changed since the job was queued is the tenant's to fix:
-``recipe_unavailable``.
+``recipe_unavailable``. Recipes are read and written among the job's own tenant's only
+(``JobRun.tenant``): another tenant's recipe of the same name is as absent as none.
 """
 
 from __future__ import annotations
@@ -45,17 +46,18 @@ class RecipeRun:
     plan: ReplayPlan | None
     record_as: str | None = None
     replace: bool = False  # record_as names a broken recipe: a successful run is its next version
+    store: RecipeStore | None = None  # the job's tenant's recipes
 
 
 class RecipeReplay(Feature):
-    def __init__(self, services: Services) -> None:
-        super().__init__(services)
-        redis = services.redis
-        self.store = None if redis is None else RecipeStore(redis, services.keys,
-                                                            max_failures=self.settings.recipe_max_failures)
+    def store(self, tenant: str | None) -> RecipeStore | None:
+        """``tenant``'s recipes (None: the operator's); None when this run reaches no store."""
+        redis = self.services.redis
+        return None if redis is None else RecipeStore(redis, self.services.keys, tenant=tenant,
+                                                      max_failures=self.settings.recipe_max_failures)
 
     async def prepare(self, run: JobRun) -> None:
-        recipe = await self.choose(run.spec)
+        recipe = await self.choose(run.spec, run.tenant)
         run.put(recipe)
         if recipe.plan is not None:
             run.inputs.replay = recipe.plan
@@ -63,31 +65,32 @@ class RecipeReplay(Feature):
 
     async def settle(self, run: JobRun, result: JobResult) -> JobResult:
         recipe = run.get(RecipeRun)
-        if recipe is None or run.number != 1 or self.store is None:  # a follow-up is the agent's own
+        if recipe is None or run.number != 1 or recipe.store is None:  # a follow-up is the agent's own
             return result
         if not result.steps:  # it never reached the page (no browser free, a crash): nothing to learn
             return result
         try:
             if recipe.plan is not None:
-                await self._replayed(run.job_id, recipe.plan, result)
+                await self._replayed(recipe.store, run.job_id, recipe.plan, result)
             elif recipe.record_as is not None and result.status is JobStatus.succeeded:
-                await self._first_run(run.job_id, run.spec, recipe, result)
+                await self._first_run(recipe.store, run.job_id, run.spec, recipe, result)
         except (JobsError, ValueError, RedisError) as exc:  # the job's result stands; the recipe is left as it was
             log.warning("job %s: recipe not updated: %s", run.job_id, exc)
         return result
 
-    async def choose(self, spec: JobSpec) -> RecipeRun:
-        """Which recipe ``spec`` replays, or why the agent runs (and whether to record its run)."""
+    async def choose(self, spec: JobSpec, tenant: str | None = None) -> RecipeRun:
+        """Which recipe ``spec`` (``tenant``'s job) replays, or why the agent runs (and whether to record its run)."""
         if spec.recipe is None and spec.auto_recipe is None:
             return RecipeRun(None)
-        if self.store is None:
+        store = self.store(tenant)
+        if store is None:
             if spec.recipe is not None:
                 raise RecipeUnavailable(f"recipe {spec.recipe!r}: recipes live in browserd's store, which this run "
                                         "does not reach (set BROWSERD_REDIS_URL)")
             log.info("automatic recipe %s: no store to keep it in; the agent runs", spec.auto_recipe)
             return RecipeRun(None)
         if spec.recipe is not None:
-            info = await self.store.get(spec.recipe)
+            info = await store.get(spec.recipe)
             if info is None:
                 raise RecipeUnavailable(f"recipe {spec.recipe!r} no longer exists (deleted after the job was queued)")
             if info.stats.broken:
@@ -96,20 +99,20 @@ class RecipeReplay(Feature):
                 check_params(info.recipe, spec.params)
             except SpecError as exc:
                 raise RecipeUnavailable(f"recipe {spec.recipe!r} changed since the job was queued: {exc}") from None
-            return RecipeRun(ReplayPlan(recipe=info.recipe, params=spec.params, heal=spec.heal))
+            return RecipeRun(ReplayPlan(recipe=info.recipe, params=spec.params, heal=spec.heal), store=store)
         assert spec.auto_recipe is not None
-        info = await self.store.get(spec.auto_recipe)
+        info = await store.get(spec.auto_recipe)
         params = params_from_task(info.recipe.task, spec.task or "") if info is not None else None
         if info is not None and params is not None and not info.stats.broken:
             if not info.recipe.uses_llm or spec.llm_extraction:
-                return RecipeRun(ReplayPlan(recipe=info.recipe, params=params))
+                return RecipeRun(ReplayPlan(recipe=info.recipe, params=params), store=store)
             log.info("recipe %s extracts with the model (extract_content): the agent runs; set "
                      "llm_extraction to replay it", info.recipe.name)
         broken = info is not None and bool(info.stats.broken)
-        return RecipeRun(None, record_as=spec.auto_recipe if info is None or broken else None, replace=broken)
+        return RecipeRun(None, record_as=spec.auto_recipe if info is None or broken else None, replace=broken,
+                         store=store)
 
-    async def _replayed(self, job_id: str, plan: ReplayPlan, result: JobResult) -> None:
-        assert self.store is not None
+    async def _replayed(self, store: RecipeStore, job_id: str, plan: ReplayPlan, result: JobResult) -> None:
         recipe = plan.recipe
         replayed = [s for s in result.steps if s.replayed]
         healed = [s for s in result.steps if not s.replayed]
@@ -119,8 +122,8 @@ class RecipeReplay(Feature):
         metrics.observe_replay({"replayed": len(replayed) - failed, "failed": failed, "healed": len(healed) if ok else 0},
                                max(0, recipe.recorded_tokens - used) if ok else 0)
         outcome = ReplayOutcome.failed if not ok else ReplayOutcome.healed if healed else ReplayOutcome.replayed
-        stats = await self.store.record_run(recipe.name, outcome, result.error or "")
-        if outcome is ReplayOutcome.failed and stats.broken and stats.failing == self.store.max_failures:
+        stats = await store.record_run(recipe.name, outcome, result.error or "")
+        if outcome is ReplayOutcome.failed and stats.broken and stats.failing == store.max_failures:
             log.warning("recipe %s is marked broken: %s; jobs naming it are refused until it is saved again",
                         recipe.name, stats.broken)
         if outcome is ReplayOutcome.healed:
@@ -132,15 +135,16 @@ class RecipeReplay(Feature):
             if new.same_actions(recipe):  # e.g. a search with no results: nothing to learn, the checks stay
                 log.info("job %s: healed run of recipe %s did what the recipe does; no new version", job_id, recipe.name)
                 return
-            saved = await self.store.save(new)
+            saved = await store.save(new)
             log.info("job %s healed recipe %s: now version %s", job_id, recipe.name, saved.version if saved else "?")
 
-    async def _first_run(self, job_id: str, spec: JobSpec, recipe: RecipeRun, result: JobResult) -> None:
+    async def _first_run(self, store: RecipeStore, job_id: str, spec: JobSpec, recipe: RecipeRun,
+                         result: JobResult) -> None:
         """An automatic job's successful agent run: the recipe's first version (or the next, when the
         recipe was marked broken)."""
-        assert self.store is not None and recipe.record_as is not None
+        assert recipe.record_as is not None
         params = infer_params(spec.task or "", result.steps)
         saved = recipe_from_run(recipe.record_as, spec, result.steps, params, source_job=job_id,
                                 seconds=result.totals.seconds, llm_calls=result.totals.llm_calls)
-        if await self.store.save(saved, only_if_new=not recipe.replace) is not None:
+        if await store.save(saved, only_if_new=not recipe.replace) is not None:
             log.info("job %s recorded recipe %s (automatic mode)", job_id, recipe.record_as)
