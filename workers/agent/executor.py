@@ -131,6 +131,7 @@ class AgentLoop:
     async def run(self) -> None:
         for number in range(self.first_step, self.first_step + self.options.max_steps):
             await self.ctx.pause.hold(self.ctx.cancel, self.ctx.events)
+            self.notes += self.ctx.pause.human.take_notes()
             self.ctx.cancel.check("before a step")
             step = StepRecord(step=number)
             with bind(step=number):
@@ -379,6 +380,8 @@ class AgentLoop:
             self.results.append(ActionReport(True, ran.result.text))
             if ran.result.done:
                 self.navigator_done = True
+                break
+            if ran.result.stop:
                 break
         return None
 

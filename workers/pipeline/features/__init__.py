@@ -12,6 +12,7 @@ from workers.pipeline.features.artifacts import Artifacts
 from workers.pipeline.features.costs import Costs
 from workers.pipeline.features.crawls import Crawls
 from workers.pipeline.features.first_command import FirstCommand
+from workers.pipeline.features.human import HumanHelp
 from workers.pipeline.features.input_files import InputFiles
 from workers.pipeline.features.kept_sessions import KeptSessions
 from workers.pipeline.features.limits import ResultLimits
@@ -30,6 +31,7 @@ FEATURES: tuple[type[Feature], ...] = (
     InputFiles,  # prepare: the files it may upload (sent with it, or another job's artifacts of its tenant)
     Costs,  # prepare: each LLM call priced, max_cost_usd; settle: cost_usd, budget_exceeded
     FirstCommand,  # attach: when its tab sends its first command
+    HumanHelp,  # prepare: a job that may ask a human (request_human, pushed inputs) reaches its record
     LiveViews,  # during: the screencast while someone watches
     Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)
     ResultLimits,  # settle: the result's size limit, large results offloaded
