@@ -50,7 +50,8 @@ from workers.jobs.lifecycle.cancelling import cancel_batch, cancel_job
 from workers.jobs.lifecycle.steering import SteerRefused
 from workers.jobs.lifecycle.submission import submit_job
 from workers.jobs.model.record import JobRecord
-from workers.jobs.model.spec import STORED_NAME, FollowUpRequest
+from workers.jobs.model.spec import STORED_NAME, FollowUpRequest, InputRequest
+from workers.jobs.secrets.sealing import NO_KEY
 from workers.jobs.model.status import JobStatus
 from workers.jobs.recipes.models import RecipeInfo, describe_step
 from workers.jobs.recipes.store import RecipeStore
@@ -246,6 +247,25 @@ async def job_pause(request: Request, job_id: str, session: Actor) -> Response:
 @router.post("/jobs/{job_id}/resume")
 async def job_resume(request: Request, job_id: str, session: Actor) -> Response:
     return await _steer(request, job_id, steering.resume)
+
+
+@router.post("/jobs/{job_id}/hand-back")
+async def job_hand_back(request: Request, job_id: str, session: Actor) -> Response:
+    return await _steer(request, job_id, steering.hand_back)
+
+
+@router.post("/jobs/{job_id}/input")
+async def job_input(request: Request, job_id: str, session: Actor) -> Response:
+    fields = await form_fields(request)
+    try:
+        body = InputRequest(name=fields.get("name", [""])[0], value=fields.get("value", [""])[0])
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise BadInput(f"{error['loc'][0]}: {error['msg'].removeprefix('Value error, ')}") from None
+    settings = settings_of(request)
+    if settings.secrets_key is None:
+        raise BadInput(f"value: {NO_KEY}")
+    return await _steer(request, job_id, lambda store, job: steering.push_input(store, job, body, settings))
 
 
 @router.post("/jobs/{job_id}/follow-up")

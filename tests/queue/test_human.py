@@ -190,7 +190,7 @@ def test_an_agent_asks_for_a_code_and_types_the_value_it_never_sees(s: Stack, ll
     assert waiting["waiting_for_human"] == "enter the SMS code"
     assert s.call("POST", f"/v1/jobs/{job['id']}/input", {"name": "sms", "value": CODE})[0] == 202
     done = s.wait_state(job["id"], FINAL, timeout=90)
-    assert done["state"] == "succeeded" and done["result"]["final_answer"] == "signed in", done
+    assert done["state"] == "succeeded" and done["result"]["final_answer"] == "signed in", (done["error"], [(st["actions"], st.get("error")) for st in done["result"]["steps"]])
     prompts = "\n".join(llm.responder.seen)  # type: ignore[union-attr]
     assert "A human handed the job back" in prompts and "/human/code.html" in prompts
     assert CODE not in prompts and CODE not in json.dumps(done)

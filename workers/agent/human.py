@@ -55,7 +55,8 @@ class HumanGate:
         self.where = where  # the URL of the job's tab now, told to the agent after a hand-back
         self.requested: str | None = None
         self.spent = 0.0
-        self.notes: list[str] = []  # for the agent's next state message
+        self.notes: list[str] = []  # for the agent's next state message, with the page's text (the URL is the page's)
+        self.notices: list[str] = []  # browserd's own words (the inputs' names, given by the job's owner)
         self._inputs: dict[str, str] = {}
 
     @property
@@ -68,6 +69,10 @@ class HumanGate:
     def take_notes(self) -> list[str]:
         notes, self.notes = self.notes, []
         return notes
+
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
 
     async def hold(self, cancel: CancelToken, events: Events) -> None:
         """Between steps: wait for the human the last step asked for (if any); then take what was pushed."""
@@ -114,6 +119,6 @@ class HumanGate:
         for name, value in new.items():
             self.secrets.add(name, value)
         names = ", ".join(placeholder(name) for name in sorted(new))
-        self.notes.append(f"A human sent the job these values: {names}. To type one, write its placeholder "
+        self.notices.append(f"A human sent the job these values: {names}. To type one, write its placeholder "
                           "exactly as shown as (part of) the text of input_text; the browser receives the value, "
                           "you never see it.")
