@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import (
     HTMLResponse,
+    JSONResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -28,13 +29,13 @@ from starlette.concurrency import iterate_in_threadpool
 
 import workers.jobs.lifecycle.steering as steering
 from config import Settings, env_name
-from daemon.console.access import Actor, Viewer, form_fields
+from daemon.console.access import Actor, Session, Viewer, form_fields, gate_of
 from daemon.console.auth import COOKIE_PATH
 from daemon.console.charts import outcomes
 from daemon.console.forms import SubmitForm, to_spec
 from daemon.console.rendering import render
 from daemon.console.secrets import masked_settings
-from workers.jobs import live
+from workers.jobs import live, takeover
 from workers.jobs.artifacts.names import (
     NoSuchArtifact,
     UnsafeName,
@@ -251,7 +252,56 @@ async def job_resume(request: Request, job_id: str, session: Actor) -> Response:
 
 @router.post("/jobs/{job_id}/hand-back")
 async def job_hand_back(request: Request, job_id: str, session: Actor) -> Response:
+    """A human is done: the operator's control of the browser (if they held it) ends, and the job goes on."""
+    store = store_of(request)
+    held = await takeover.holder(store, job_id)
+    if held is not None and held.token != _control_token(request, session):
+        raise NotNow(f"{held.who} controls this job's browser now: only they can hand it back")
+    await takeover.release(store, job_id, _control_token(request, session))
     return await _steer(request, job_id, steering.hand_back)
+
+
+def _control_token(request: Request, session: Session) -> str:
+    """The console session that may hold control (one sign-in); a console without a token has one."""
+    signed = gate_of(request).session_of(session.cookie)
+    return signed.session_id if signed is not None else "open-console"
+
+
+@router.post("/jobs/{job_id}/control")
+async def job_control(request: Request, job_id: str, session: Actor) -> Response:
+    """Take control of a running job's browser (or renew it): the job is paused; one operator at a time."""
+    job = await _job(request, job_id)
+    if job.state is not JobStatus.running:
+        raise NotNow(f"job {job_id} is {job.state.value}: only a running job's browser can be taken over")
+    store = store_of(request)
+    token = _control_token(request, session)
+    client = request.client.host if request.client else "?"
+    try:
+        held = await takeover.take(store, job_id, f"console session {token[:8]} from {client}", token)
+    except takeover.ControlRefused as exc:
+        raise NotNow(str(exc)) from None
+    if not job.paused:
+        await _steer(request, job_id, steering.pause)
+    return JSONResponse({"controlling": True, "who": held.who, "renew_seconds": takeover.CONTROL_TTL / 3})
+
+
+@router.post("/jobs/{job_id}/control/events")
+async def job_control_events(request: Request, job_id: str, session: Actor) -> Response:
+    """The controller's input events (JSON: a list), sent on to the job's tab; anyone else is refused."""
+    await _job(request, job_id)
+    body = await request.body()
+    try:
+        events = takeover.EVENTS.validate_json(body)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise BadInput(f"events{''.join(f'[{p}]' for p in error['loc'])}: {error['msg']}") from None
+    if not 0 < len(events) <= takeover.MAX_EVENTS:
+        raise BadInput(f"events: 1 to {takeover.MAX_EVENTS} a post")
+    try:
+        await takeover.send(store_of(request), job_id, _control_token(request, session), events)
+    except takeover.ControlRefused as exc:
+        raise NotNow(str(exc)) from None
+    return Response(status_code=204)
 
 
 @router.post("/jobs/{job_id}/input")

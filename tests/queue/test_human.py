@@ -8,51 +8,22 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import pytest
 
+from tests.queue.hooks import Hooks
 from tests.queue.stack import ROOT, TOKEN, Stack, wait_until
 from tests.support.llm_server import LLMServer, Reply, offered_tool
 from tests.support.servers import StaticServer
-from workers.webhooks import EVENT_HEADER
 
 FINAL = {"succeeded", "failed", "cancelled"}
 SECRETS_KEY = "Z3JlYXQtdGVzdC1rZXktb2YtMzItYnl0ZXMtZXhhY3Q="  # a Fernet key
 CODE = "482913"  # what the fixture page accepts (tests/fixtures/site/human/code.html)
 NAV = {"evaluation_previous_goal": "Unknown", "memory": "", "next_goal": "go on"}
-
-
-class Receiver:
-    """Keeps every webhook POSTed to it; answers 200."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with receiver.lock:
-                    receiver.requests.append((dict(self.headers), json.loads(body)))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
-
-    def delivered(self, event: str) -> list[dict[str, Any]]:
-        with self.lock:
-            return [body for headers, body in self.requests if headers[EVENT_HEADER] == event]
 
 
 class Model:
@@ -86,14 +57,9 @@ def _act(*actions: dict[str, Any]) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    thread = threading.Thread(target=r.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield r
-    finally:
-        r.httpd.shutdown()
+def receiver() -> Iterator[Hooks]:
+    with Hooks() as hooks:
+        yield hooks
 
 
 @pytest.fixture(scope="module")
@@ -126,13 +92,14 @@ def _waiting(s: Stack, job_id: str) -> dict[str, Any]:
 
 
 def test_a_job_asking_for_help_waits_outside_its_timeout_gets_a_webhook_and_goes_on_after_hand_back(
-        s: Stack, site: StaticServer, receiver: Receiver) -> None:
+        s: Stack, site: StaticServer, receiver: Hooks) -> None:
     job = s.submit({"script": _asking(site, "solve the captcha"), "timeout": 8, "webhook_url": receiver.url,
                     "options": {"allow_human": True, "human_timeout": 60}})
     waiting = _waiting(s, job["id"])
     assert waiting["state"] == "running" and waiting["paused"] and waiting["waiting_for_human"] == "solve the captcha"
     assert waiting["human_until"] is not None
-    hooks = wait_until(lambda: receiver.delivered("job.waiting_for_human"), 30, "the waiting webhook")
+    hooks = wait_until(lambda: [p for p in receiver.posts if p["delivery"].startswith("job.waiting_for_human:")], 30,
+                       "the waiting webhook")
     assert hooks[0]["job"]["id"] == job["id"] and hooks[0]["job"]["waiting_for_human"] == "solve the captcha", hooks
     kinds = [kind for kind, _ in s.events(job["id"])]
     assert "waiting_for_human" in kinds
@@ -271,3 +238,69 @@ def test_the_cli_and_client_hand_back_and_send_input(s: Stack, site: StaticServe
         record = client.send_input(third["id"], "sms", CODE)
         assert record.waiting_for_human is None
         assert client.wait(third["id"]).state == "succeeded"
+
+
+def _console(s: Stack) -> httpx.Client:
+    web = httpx.Client(base_url=s.url, follow_redirects=False, timeout=30)
+    assert web.post("/ui/login", data={"token": TOKEN, "next": "/ui/"}).status_code == 303
+    return web
+
+
+def _csrf(web: httpx.Client, job_id: str) -> dict[str, str]:
+    text = web.get(f"/ui/jobs/{job_id}").text
+    return {"X-CSRF-Token": re.search(r'name="csrf" value="([0-9a-f]+)"', text).group(1)}  # type: ignore[union-attr]
+
+
+def _typing_job(s: Stack, site: StaticServer) -> dict[str, Any]:
+    script = [{"go_to_url": {"url": site.url("/human/type.html")}}] + [{"wait": {"seconds": 0.5}}] * 40
+    job = s.submit({"script": script + [{"done": {"text": "typed"}}], "timeout": 120})
+    wait_until(lambda: s.job(job["id"])["progress"]["step"] >= 2, 60, "the job to open its page")
+    return job
+
+
+def _keys(text: str) -> list[dict[str, Any]]:
+    return [{"kind": "key", "type": kind, "key": char, "text": char if kind == "keyDown" else ""}
+            for char in text for kind in ("keyDown", "keyUp")]
+
+
+def test_an_operator_takes_over_types_into_the_page_and_hands_back(s: Stack, site: StaticServer) -> None:
+    job = _typing_job(s, site)
+    first, second = _console(s), _console(s)
+    try:
+        mine, theirs = _csrf(first, job["id"]), _csrf(second, job["id"])
+        taken = first.post(f"/ui/jobs/{job['id']}/control", headers=mine)
+        assert taken.status_code == 200 and taken.json()["controlling"], taken.text
+        assert s.job(job["id"])["paused"]
+        refused = second.post(f"/ui/jobs/{job['id']}/control", headers=theirs)
+        assert refused.status_code == 409 and "controls this job" in refused.text
+        click = [{"kind": "mouse", "type": t, "x": 0.5, "y": 0.5} for t in ("mousePressed", "mouseReleased")]
+        assert second.post(f"/ui/jobs/{job['id']}/control/events", headers=theirs, json=click).status_code == 409
+        assert second.post(f"/ui/jobs/{job['id']}/hand-back", headers=theirs).status_code == 409
+        wait_until(lambda: any(k == "takeover" and d["state"] == "started" for k, d in s.events(job["id"])), 30,
+                   "the worker to listen for the operator's events")
+        wait_until(lambda: any(k == "agent" and d["state"] == "task.pause" for k, d in s.events(job["id"])), 30,
+                   "the agent to stop between steps")
+        held = s.job(job["id"])["progress"]["step"]
+        for body in (click, _keys("hi"), [{"kind": "wheel", "x": 0.5, "y": 0.5, "dy": 100}]):
+            sent = first.post(f"/ui/jobs/{job['id']}/control/events", headers=mine, json=body)
+            assert sent.status_code == 204, sent.text
+        for bad in ([{"kind": "mouse", "type": "mousePressed", "x": 2, "y": 0.5}], [{"kind": "touch"}], [],
+                    [{"kind": "key", "type": "keyDown", "key": ""}], _keys("x" * 40)):
+            answer = first.post(f"/ui/jobs/{job['id']}/control/events", headers=mine, json=bad)
+            assert answer.status_code == 422, (bad, answer.text)
+        bad = first.post(f"/ui/jobs/{job['id']}/control/events", headers=mine, content=b"not json")
+        assert bad.status_code == 422
+        assert first.post(f"/ui/jobs/{job['id']}/control/events", json=click).status_code in (403, 400)  # no CSRF
+        time.sleep(1.0)
+        assert s.job(job["id"])["progress"]["step"] == held  # the agent waits while the human controls
+        handed = first.post(f"/ui/jobs/{job['id']}/hand-back", headers=mine)
+        assert handed.status_code == 303, handed.text
+    finally:
+        first.close()
+        second.close()
+    done = s.wait_state(job["id"], FINAL, timeout=90)
+    assert done["state"] == "succeeded", done
+    assert any(step["url"].endswith("?typed=hi") for step in done["result"]["steps"]), done["result"]["steps"]
+    ends = [d for k, d in s.events(job["id"]) if k == "takeover" and d["state"] == "ended"]
+    assert len(ends) == 1 and ends[0]["clicks"] == 1 and ends[0]["keys"] == 2 and ends[0]["scrolls"] == 1, ends
+    assert ends[0]["who"].startswith("console session") and ends[0]["seconds"] > 0

@@ -77,6 +77,7 @@ class EventType(StrEnum):
     resume_requested = "resume_requested"
     session = "session"  # the kept session closed: data has why
     waiting_for_human = "waiting_for_human"  # the agent asked a human: data has the reason and until when
+    takeover = "takeover"  # an operator took the browser (state started: who, at) or gave it back (ended: seconds, counts)
     input = "input"  # a value was pushed to the job (POST .../input): data names it, never the value
     # the agent's execution events (Nanobrowser's actor x state model)
     agent = "agent"

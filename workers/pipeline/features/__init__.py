@@ -21,6 +21,7 @@ from workers.pipeline.features.politeness import Politeness
 from workers.pipeline.features.profiles import AuthProfiles
 from workers.pipeline.features.recipes import RecipeReplay
 from workers.pipeline.features.secrets import JobSecrets
+from workers.pipeline.features.takeover import Takeovers
 
 FEATURES: tuple[type[Feature], ...] = (
     JobSecrets,  # prepare: the values the job may type (its own, its credential set's)
@@ -32,7 +33,8 @@ FEATURES: tuple[type[Feature], ...] = (
     Costs,  # prepare: each LLM call priced, max_cost_usd; settle: cost_usd, budget_exceeded
     FirstCommand,  # attach: when its tab sends its first command
     HumanHelp,  # prepare: a job that may ask a human (request_human, pushed inputs) reaches its record
-    LiveViews,  # during: the screencast while someone watches
+    LiveViews,  # during: the screencast while someone watches (faster while someone controls it)
+    Takeovers,  # during: an operator's input events replayed on the tab while they control it
     Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)
     ResultLimits,  # settle: the result's size limit, large results offloaded
     KeptSessions,  # settle/after: the session kept for follow-ups
