@@ -109,9 +109,13 @@ async def release(store: JobStore, job_id: str, token: str) -> Control | None:
 
 
 async def send(store: JobStore, job_id: str, token: str, events: list[MouseEvent | WheelEvent | KeyEvent]) -> None:
-    """Publish ``events`` to the worker if ``token`` controls the job (else ``ControlRefused``)."""
+    """Publish ``events`` to the worker if ``token`` controls the job (else ``ControlRefused``); sending
+    renews control, as the console's periodic renewal does."""
     held = await holder(store, job_id)
     if held is None or held.token != token:
         raise ControlRefused(held.who if held else "nobody (take control first)")
     payload = json.dumps([event.model_dump(exclude_none=True) for event in events])
-    await store.redis.publish(store.keys.control(job_id), payload)
+    async with store.redis.pipeline(transaction=False) as pipe:
+        pipe.publish(store.keys.control(job_id), payload)
+        pipe.expire(store.keys.controller(job_id), CONTROL_TTL)
+        await pipe.execute()

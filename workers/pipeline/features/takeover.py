@@ -114,8 +114,11 @@ class Takeover:
                     continue
                 try:
                     page = self.current()
-                    size = (await page.session.send("Page.getLayoutMetrics"))["cssLayoutViewport"]
-                    for event in EVENTS.validate_json(message["data"]):
+                    events = EVENTS.validate_json(message["data"])
+                    size = {"clientWidth": 0, "clientHeight": 0}  # keys need no position: no round trip for it
+                    if any(not isinstance(event, KeyEvent) for event in events):
+                        size = (await page.session.send("Page.getLayoutMetrics"))["cssLayoutViewport"]
+                    for event in events:
                         await self._dispatch(page.session, event, size["clientWidth"], size["clientHeight"])
                 except Exception as exc:  # a closed tab, a bad event: the next one may do
                     log.debug("takeover of job %s: an event was not sent: %s", self.run.job_id, exc)
