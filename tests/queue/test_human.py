@@ -115,6 +115,24 @@ def test_a_job_asking_for_help_waits_outside_its_timeout_gets_a_webhook_and_goes
     assert status == 409 and "already finished" in body["message"], body
 
 
+def test_a_hostile_reason_is_shown_as_text_in_the_console(s: Stack, site: StaticServer) -> None:
+    hostile = '<script>alert(1)</script><b>solve</b> the captcha'
+    job = s.submit({"script": _asking(site, hostile), "options": {"allow_human": True}})
+    _waiting(s, job["id"])
+    web = _console(s)
+    try:
+        page = web.get(f"/ui/jobs/{job['id']}").text
+        listing = web.get("/ui/").text
+        assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        assert 'id="job-waiting"' in page and 'id="hand-back"' in page
+        assert "waiting for a human" in listing and "<b>solve</b>" not in listing
+        answer = web.post(f"/ui/jobs/{job['id']}/hand-back", headers=_csrf(web, job["id"]))
+        assert answer.status_code == 303
+    finally:
+        web.close()
+    assert s.wait_state(job["id"], FINAL, timeout=60)["state"] == "succeeded"
+
+
 def test_a_job_nobody_hands_back_fails_human_timeout(s: Stack, site: StaticServer) -> None:
     job = s.submit({"script": _asking(site, "approve the payment"), "options": {"allow_human": True,
                                                                                  "human_timeout": 3}})

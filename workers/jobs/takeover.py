@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from workers.jobs.errors import JobsError
 from workers.jobs.store.jobs import JobStore
 
 CONTROL_TTL = 15  # seconds control lasts unless renewed (the console renews it every few seconds)
@@ -59,7 +60,7 @@ InputEvent = Annotated[MouseEvent | WheelEvent | KeyEvent, Field(discriminator="
 EVENTS = TypeAdapter(list[InputEvent])
 
 
-class ControlRefused(Exception):
+class ControlRefused(JobsError):
     """Another operator controls the job's browser (or the caller does not): ``holder`` says who."""
 
     def __init__(self, holder: str) -> None:
