@@ -69,7 +69,7 @@ class ControlRefused(JobsError):
 
 
 @dataclass(frozen=True)
-class Control:
+class Controller:
     """Who holds a job's browser, since when (epoch seconds); ``token`` names their console session."""
 
     who: str
@@ -77,18 +77,18 @@ class Control:
     since: float
 
 
-async def holder(store: JobStore, job_id: str) -> Control | None:
+async def holder(store: JobStore, job_id: str) -> Controller | None:
     raw = await store.redis.get(store.keys.controller(job_id))
     if not raw:
         return None
     held = json.loads(raw)
-    return Control(held["who"], held["token"], float(held["since"]))
+    return Controller(held["who"], held["token"], float(held["since"]))
 
 
-async def take(store: JobStore, job_id: str, who: str, token: str) -> Control:
+async def take(store: JobStore, job_id: str, who: str, token: str) -> Controller:
     """Take (or renew) control for console session ``token``; ``ControlRefused`` when another holds it."""
     key = store.keys.controller(job_id)
-    mine = Control(who, token, time.time())
+    mine = Controller(who, token, time.time())
     if await store.redis.set(key, json.dumps(mine.__dict__), nx=True, ex=CONTROL_TTL):
         return mine
     held = await holder(store, job_id)
@@ -100,7 +100,7 @@ async def take(store: JobStore, job_id: str, who: str, token: str) -> Control:
     return held
 
 
-async def release(store: JobStore, job_id: str, token: str) -> Control | None:
+async def release(store: JobStore, job_id: str, token: str) -> Controller | None:
     """Let go of control held by ``token``; the control released (None: it held none)."""
     held = await holder(store, job_id)
     if held is None or held.token != token:

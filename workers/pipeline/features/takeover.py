@@ -23,7 +23,7 @@ import cdp
 from config.tasks import cancel_and_wait
 from workers.jobs.model.record import EventType
 from workers.jobs.store.jobs import JobStore
-from workers.jobs.takeover import EVENTS, Control, KeyEvent, MouseEvent, holder
+from workers.jobs.takeover import EVENTS, Controller, KeyEvent, MouseEvent, holder
 from workers.pipeline.feature import Feature
 from workers.pipeline.records import RunRecords
 from workers.pipeline.run import JobRun
@@ -45,7 +45,7 @@ class Takeovers(Feature):
 class Takeover:
     def __init__(self, store: JobStore, records: RunRecords, run: JobRun, current: Callable[[], cdp.Page]) -> None:
         self.store, self.records, self.run, self.current = store, records, run, current
-        self.held: Control | None = None
+        self.held: Controller | None = None
         self.counts = {"clicks": 0, "scrolls": 0, "keys": 0}
         self._task: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
@@ -75,7 +75,7 @@ class Takeover:
                 log.debug("takeover of job %s: %s", self.run.job_id, exc)
             await asyncio.sleep(POLL_SECONDS)
 
-    async def _started(self, held: Control) -> None:
+    async def _started(self, held: Controller) -> None:
         self.held, self.counts = held, dict.fromkeys(self.counts, 0)
         ready = asyncio.Event()
         self._listener = asyncio.get_running_loop().create_task(self._listen(ready), name="takeover-listener")
