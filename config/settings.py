@@ -262,6 +262,16 @@ class Settings(BaseSettings):
         300.0, gt=0, le=86_400, description="Longest a paused job holds its browser lease; a job paused longer "
         "fails with category timeout."
     )
+    human_timeout: float = Field(
+        300.0, gt=0, le=86_400, description="How long a job that may ask a human (options.allow_human) waits for "
+        "one in all, unless it sets options.human_timeout; counted outside the job's own timeout. A job not handed "
+        "back in time fails with category human_timeout."
+    )
+    human_timeout_max: float = Field(
+        1800.0, gt=0, le=86_400, description="Longest options.human_timeout a job may ask for; a longer one is "
+        "refused. The job's timeout and its human_timeout together stay within what the queue can hold "
+        "(BROWSERD_VISIBILITY_TIMEOUT)."
+    )
     recipe_max_failures: int = Field(
         3, ge=1, le=1000, description="Failed runs in a row (replay and healing both failed) after which a recipe "
         "is marked broken: jobs naming it are refused until it is saved again.")

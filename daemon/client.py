@@ -215,8 +215,12 @@ class Calls:
 
     @staticmethod
     def steer(job_id: str, action: str) -> Call:
-        """pause | resume."""
+        """pause | resume | hand-back."""
         return Call("POST", f"/v1/jobs/{_q(job_id)}/{action}", answer=JobRecord)
+
+    @staticmethod
+    def job_input(job_id: str, name: str, value: str) -> Call:
+        return Call("POST", f"/v1/jobs/{_q(job_id)}/input", json={"name": name, "value": value}, answer=JobRecord)
 
     @staticmethod
     def follow_up(job_id: str, task: str) -> Call:
@@ -607,6 +611,15 @@ class Client:
     def resume(self, job_id: str) -> JobRecord:
         return self._call(Calls.steer(job_id, "resume"))
 
+    def hand_back(self, job_id: str) -> JobRecord:
+        """A human is done with a job waiting for one (request_human): it goes on with its next step."""
+        return self._call(Calls.steer(job_id, "hand-back"))
+
+    def send_input(self, job_id: str, name: str, value: str) -> JobRecord:
+        """Push a value (a code that came by SMS or e-mail) to a running job: the agent types it as
+        <secret>name</secret>, never seeing it; a job waiting for a human goes on with it."""
+        return self._call(Calls.job_input(job_id, name, value))
+
     def follow_up(self, job_id: str, task: str) -> FollowUpAccepted:
         """Run ``task`` in a finished job's kept session (``options.keep_session``); then
         ``wait(job_id, after=accepted.last_event_id)`` for its result."""
@@ -950,6 +963,12 @@ class AsyncClient:
 
     async def resume(self, job_id: str) -> JobRecord:
         return await self._call(Calls.steer(job_id, "resume"))
+
+    async def hand_back(self, job_id: str) -> JobRecord:
+        return await self._call(Calls.steer(job_id, "hand-back"))
+
+    async def send_input(self, job_id: str, name: str, value: str) -> JobRecord:
+        return await self._call(Calls.job_input(job_id, name, value))
 
     async def follow_up(self, job_id: str, task: str) -> FollowUpAccepted:
         return await self._call(Calls.follow_up(job_id, task))

@@ -1,4 +1,5 @@
-"""``/v1/jobs``: submit, inspect, follow (server-sent events), cancel, pause, resume, follow up and list jobs."""
+"""``/v1/jobs``: submit, inspect, follow (server-sent events), cancel, pause, resume, hand back, send input,
+follow up and list jobs."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from workers.jobs.lifecycle.steering import SteerRefusal, SteerRefused
 from workers.jobs.lifecycle.submission import submit_job as submit_to_queue
 from workers.jobs.model.record import FollowUpAccepted, JobPage, JobRecord, SubmittedJob
 from workers.jobs.model.result import JobResult
-from workers.jobs.model.spec import FollowUpRequest, JobSpec
+from workers.jobs.model.spec import FollowUpRequest, InputRequest, JobSpec
+from workers.jobs.secrets.sealing import NO_KEY
 from workers.jobs.model.status import JobStatus
 from workers.jobs.specs.checks import check_spec
 from workers.jobs.store.jobs import LIST_LIMIT_MAX, JobStore
@@ -144,6 +146,30 @@ async def resume_job(job_id: str, request: Request, store: Store, who: Caller) -
     """Resume a paused job: the agent goes on with its next step."""
     await owned_job(job_id, request, store, who)
     return await _steer(steering.resume, job_id, request, store)
+
+
+@router.post("/jobs/{job_id}/hand-back", status_code=202, response_model=JobRecord, responses=STEER_ERRORS)
+async def hand_back_job(job_id: str, request: Request, store: Store, who: Caller) -> JobRecord:
+    """A human is done: a job waiting for one (its agent used request_human) goes on with its next step,
+    told the URL its tab shows now; a paused job is resumed."""
+    await owned_job(job_id, request, store, who)
+    return await _steer(steering.hand_back, job_id, request, store)
+
+
+@router.post("/jobs/{job_id}/input", status_code=202, response_model=JobRecord, responses=STEER_ERRORS)
+async def job_input(job_id: str, body: InputRequest, request: Request, store: Store, who: Caller) -> JobRecord:
+    """Push a value to a running job (a code that came by SMS or e-mail): the agent types it as
+    <secret>name</secret> and never sees it; it is sealed, never shown in the record or events, and
+    scrubbed from what the job writes. A job waiting for a human goes on with it (a hand-back)."""
+    await owned_job(job_id, request, store, who)
+    settings = request.app.state.settings
+    if settings.secrets_key is None:
+        raise invalid("value", NO_KEY)
+    try:
+        await steering.push_input(store, job_id, body, settings)
+    except SteerRefused as exc:
+        raise _refused(exc, job_id, settings) from None
+    return await _current(job_id, request, store)
 
 
 async def _steer(action: Callable[[JobStore, str], Awaitable[object]], job_id: str, request: Request,

@@ -114,7 +114,9 @@ def summary(job: dict[str, Any]) -> str:
         parts.append(f"category={job['category']}")
     if job.get("worker"):
         parts.append(f"worker={job['worker']}")
-    if job.get("paused"):
+    if job.get("waiting_for_human"):
+        parts.append(f"waiting_for_human ({job['waiting_for_human']})")
+    elif job.get("paused"):
         parts.append("paused")
     if len(job.get("runs") or []) > 1:
         parts.append(f"run {len(job['runs'])}")

@@ -23,6 +23,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import (
     HTMLResponse,
+    JSONResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -32,13 +33,13 @@ from starlette.concurrency import iterate_in_threadpool
 
 import workers.jobs.lifecycle.steering as steering
 from config import Settings, env_name
-from daemon.console.access import Actor, Session, Viewer, form_fields
+from daemon.console.access import Actor, Session, Viewer, form_fields, gate_of
 from daemon.console.auth import COOKIE_PATH
 from daemon.console.charts import outcomes
 from daemon.console.forms import SubmitForm, to_spec
 from daemon.console.rendering import render
 from daemon.console.secrets import masked_settings
-from workers.jobs import live
+from workers.jobs import live, takeover
 from workers.jobs.artifacts.names import (
     NoSuchArtifact,
     UnsafeName,
@@ -54,7 +55,8 @@ from workers.jobs.lifecycle.cancelling import cancel_batch, cancel_job
 from workers.jobs.lifecycle.steering import SteerRefused
 from workers.jobs.lifecycle.submission import submit_job
 from workers.jobs.model.record import JobRecord
-from workers.jobs.model.spec import STORED_NAME, FollowUpRequest
+from workers.jobs.model.spec import STORED_NAME, FollowUpRequest, InputRequest
+from workers.jobs.secrets.sealing import NO_KEY
 from workers.jobs.model.status import JobStatus
 from workers.jobs.recipes.models import RecipeInfo, describe_step
 from workers.jobs.recipes.store import RecipeStore
@@ -267,6 +269,76 @@ async def job_pause(request: Request, job_id: str, session: Actor) -> Response:
 @router.post("/jobs/{job_id}/resume")
 async def job_resume(request: Request, job_id: str, session: Actor) -> Response:
     return await _steer(request, job_id, steering.resume, session.who)
+
+
+@router.post("/jobs/{job_id}/hand-back")
+async def job_hand_back(request: Request, job_id: str, session: Actor) -> Response:
+    """A human is done: the operator's control of the browser (if they held it) ends, and the job goes on."""
+    await _job(request, job_id, session.who)  # another tenant's job: 404 before anything else
+    store = store_of(request)
+    held = await takeover.holder(store, job_id)
+    if held is not None and held.token != _control_token(request, session):
+        raise NotNow(f"{held.who} controls this job's browser now: only they can hand it back")
+    await takeover.release(store, job_id, _control_token(request, session))
+    return await _steer(request, job_id, steering.hand_back, session.who)
+
+
+def _control_token(request: Request, session: Session) -> str:
+    """The console session that may hold control (one sign-in); a console without a token has one."""
+    signed = gate_of(request).session_of(session.cookie)
+    return signed.session_id if signed is not None else "open-console"
+
+
+@router.post("/jobs/{job_id}/control")
+async def job_control(request: Request, job_id: str, session: Actor) -> Response:
+    """Take control of a running job's browser (or renew it): the job is paused; one operator at a time."""
+    job = await _job(request, job_id, session.who)
+    if job.state is not JobStatus.running:
+        raise NotNow(f"job {job_id} is {job.state.value}: only a running job's browser can be taken over")
+    store = store_of(request)
+    token = _control_token(request, session)
+    client = request.client.host if request.client else "?"
+    try:
+        held = await takeover.take(store, job_id, f"console session {token[:8]} from {client}", token)
+    except takeover.ControlRefused as exc:
+        raise NotNow(str(exc)) from None
+    if not job.paused:
+        await _steer(request, job_id, steering.pause, session.who)
+    return JSONResponse({"controlling": True, "who": held.who, "renew_seconds": takeover.CONTROL_TTL / 3})
+
+
+@router.post("/jobs/{job_id}/control/events")
+async def job_control_events(request: Request, job_id: str, session: Actor) -> Response:
+    """The controller's input events (JSON: a list), sent on to the job's tab; anyone else is refused."""
+    await _job(request, job_id, session.who)
+    body = await request.body()
+    try:
+        events = takeover.EVENTS.validate_json(body)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise BadInput(f"events{''.join(f'[{p}]' for p in error['loc'])}: {error['msg']}") from None
+    if not 0 < len(events) <= takeover.MAX_EVENTS:
+        raise BadInput(f"events: 1 to {takeover.MAX_EVENTS} a post")
+    try:
+        await takeover.send(store_of(request), job_id, _control_token(request, session), events)
+    except takeover.ControlRefused as exc:
+        raise NotNow(str(exc)) from None
+    return Response(status_code=204)
+
+
+@router.post("/jobs/{job_id}/input")
+async def job_input(request: Request, job_id: str, session: Actor) -> Response:
+    fields = await form_fields(request)
+    try:
+        body = InputRequest(name=fields.get("name", [""])[0], value=fields.get("value", [""])[0])
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise BadInput(f"{error['loc'][0]}: {error['msg'].removeprefix('Value error, ')}") from None
+    settings = settings_of(request)
+    if settings.secrets_key is None:
+        raise BadInput(f"value: {NO_KEY}")
+    return await _steer(request, job_id, lambda store, job: steering.push_input(store, job, body, settings),
+                        session.who)
 
 
 @router.post("/jobs/{job_id}/follow-up")

@@ -56,6 +56,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "UnsafeName": ("../a", "unsafe"),
     "NoSuchArtifact": ("a.txt", "missing"),
     "SteerRefused": (SteerRefusal.conflict, "the job is not running"),
+    "ControlRefused": ("console session 1a2b3c4d from 127.0.0.1",),
     "SessionError": ("session trouble",),
     "SessionNotFound": ("s-1",),
     "SessionLimitReached": (4,),

@@ -93,7 +93,9 @@ class JobContext:
 
 @dataclass
 class ActionResult:
-    """What an action tells the model; ``done`` ends the navigator's sequence."""
+    """What an action tells the model; ``done`` ends the navigator's sequence (and the task), ``stop``
+    only the sequence (``request_human``: the job waits before anything else runs)."""
 
     text: str
     done: bool = False
+    stop: bool = False

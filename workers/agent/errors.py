@@ -195,6 +195,16 @@ class PausedTooLong(AgentError):
         super().__init__(f"the job stayed paused for {seconds:.0f}s, {bound}; it was not resumed")
 
 
+class HumanTimeout(AgentError):
+    """The agent asked a human (``request_human``) and nobody handed the job back within its
+    ``human_timeout``: the job let go of its browser."""
+
+    def __init__(self, reason: str, seconds: float) -> None:
+        self.reason, self.seconds = reason, seconds
+        super().__init__(f"the agent asked a human ({reason}) and nobody handed the job back within "
+                         f"{seconds:.0f}s (options.human_timeout)")
+
+
 class MaxStepsReached(AgentError):
 
     def __init__(self, steps: int) -> None:

@@ -47,7 +47,7 @@ from workers.agent.navigator import (
 )
 from workers.agent.outcome import EXPLANATIONS, Outcome
 from workers.agent.planner import PlannerOutput, plan
-from workers.agent.prompts import SECURITY_RULES, loop_nudge, navigator_system
+from workers.agent.prompts import SECURITY_RULES, human_note, loop_nudge, navigator_system
 from workers.agent.recorder import StepLog
 from workers.agent.second_opinion import second_opinion
 from workers.agent.validator import Sightings, Verdict, claim_of, judge
@@ -102,7 +102,8 @@ def agent_history(ctx: JobContext) -> MessageManager:
     options = Options.for_job(ctx.spec, ctx.config)
     system = navigator_system(SECURITY_RULES, options.max_actions_per_step)
     files = ctx.uploads.task_note() if ctx.uploads is not None else ""
-    return MessageManager(system, ctx.task + ctx.secrets.task_note() + files, max_input_tokens=options.max_input_tokens)
+    task = ctx.task + ctx.secrets.task_note() + files + human_note(ctx.pause.human.allowed)
+    return MessageManager(system, task, max_input_tokens=options.max_input_tokens)
 
 
 async def run_agent(ctx: JobContext, log: StepLog, messages: MessageManager | None = None, *,
@@ -131,11 +132,16 @@ class AgentLoop:
         self.rejections = 0  # claims of done the checks refused so far
         self.loops = LoopWatch()  # repeated actions on an unchanged page: a nudge, then ``stuck``
         self.notes: list[str] = []  # browserd's own notices for the next state message (a loop's nudge)
+        # what a human did or sent (workers.agent.human): browserd's own words, shown outside the page's
+        # untrusted block (a placeholder there would be neutralized like page text)
+        self.notices: list[str] = []
         self.page_now = ""  # the last captured page's URL, title and text, for the validator model
 
     async def run(self) -> None:
         for number in range(self.first_step, self.first_step + self.options.max_steps):
             await self.ctx.pause.hold(self.ctx.cancel, self.ctx.events)
+            self.notes += self.ctx.pause.human.take_notes()
+            self.notices += self.ctx.pause.human.take_notices()
             self.ctx.cancel.check("before a step")
             step = StepRecord(step=number)
             with bind(step=number):
@@ -231,8 +237,9 @@ class AgentLoop:
         self.results = []
         self.messages.set_memory(self.ctx.findings.notes)
         scrub = self.ctx.secrets.scrub  # what the page echoes of a typed secret goes back to its placeholder
+        notices, self.notices = "".join(f"\n[browserd] {notice}" for notice in self.notices), []
         self.messages.add_state(scrub(state_message(state, tabs, browser.tab_id(browser.page), step.step,
-                                                    self.options.max_steps, previous)), image)
+                                                    self.options.max_steps, previous) + notices), image)
         return scrub(reduced_state(step.step, state.url, state.title, previous))
 
     async def _step(self, step: StepRecord) -> bool:
@@ -393,6 +400,8 @@ class AgentLoop:
             self.results.append(ActionReport(True, ran.result.text))
             if ran.result.done:
                 self.navigator_done = True
+                break
+            if ran.result.stop:
                 break
         return None
 

@@ -40,6 +40,7 @@ from workers.agent.events import Actor, Events, ExecutionState, OnEvent
 from workers.agent.executor import Options, agent_history, run_agent
 from workers.agent.failures import blame_proxy, failure
 from workers.agent.firewall import RESOURCE_TYPES, Firewall, admit_egress
+from workers.agent.human import HumanGate, HumanLink
 from workers.agent.horizon import horizon_history, run_rolling_horizon
 from workers.agent.llm import Llms
 from workers.agent.messages import MessageManager
@@ -99,6 +100,7 @@ class JobInputs:
     proxies: ProxyRotation | None = None  # the job's proxy pool (proxy_pool), instead of its own proxy
     unchanged: UnchangedCheck | None = None  # a scheduled job's last read of its page (incremental runs)
     tenant: str | None = None  # a tenant's job opens only its own allowed_networks (``admit_egress``)
+    human: HumanLink | None = None  # a job that may ask a human (options.allow_human): the pipeline's link
 
 
 class JobSession:
@@ -114,6 +116,7 @@ class JobSession:
         self.cancel = CancelToken(inputs.is_cancelled)
         self.pause = PauseGate(inputs.is_paused, max_seconds=self.config.pause_max_seconds)
         self.hidden = Secrets(inputs.secrets, inputs.totp, inputs.secret_domains)
+        self.pause.human = HumanGate(inputs.human, self.hidden, self._url)
         self._scrub_logs()
         self.folder = Path(tempfile.mkdtemp(prefix="browserd-downloads-"))
         self.uploads: Uploads | None = None
@@ -125,8 +128,12 @@ class JobSession:
 
     def _scrub_logs(self) -> None:
         """Every log line of the job's context, whoever writes it, is scrubbed like its records."""
-        if self.hidden:
+        if self.hidden or self.inputs.human is not None:  # a human may push values later
             scrub_with(self.hidden.scrub)
+
+    async def _url(self) -> str:
+        """The URL of the job's tab now, scrubbed (told to the agent after a human handed it back)."""
+        return self.hidden.scrub(await self.ctx.browser.page.url()) if self.ctx is not None else ""
 
     @property
     def usable(self) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from workers.agent.cancel import CancelToken
 from workers.agent.errors import PausedTooLong
 from workers.agent.events import Actor, Events, ExecutionState
+from workers.agent.human import HumanGate
 
 POLL_SECONDS = 0.1  # the flag is set by the worker's ticker from Redis; this only reads memory
 JOB_LIMIT_MARGIN = 1.0  # a pause ends this long before the job's limit, so the pause is what is reported
@@ -27,13 +28,16 @@ class PauseGate:
         self._is_paused = is_paused
         self.max_seconds = max_seconds
         self.deadline: asyncio.Timeout | None = None  # the run's wall-clock limit, set by the session
+        self.human = HumanGate()  # the job's requests for help (a job that may ask: set by the session)
 
     @property
     def paused(self) -> bool:
         return bool(self._is_paused and self._is_paused())
 
     async def hold(self, cancel: CancelToken, events: Events) -> None:
-        """Between steps: return at once when not paused, else wait for resume (events say both)."""
+        """Between steps: wait for the human the last step asked for, if any; then return at once when
+        not paused, else wait for resume (events say both)."""
+        await self.human.hold(cancel, events)
         if not self.paused:
             return
         loop = asyncio.get_running_loop()

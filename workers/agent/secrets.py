@@ -45,18 +45,26 @@ class Secrets:
     domains: Mapping[str, Sequence[str]] = field(default_factory=dict)  # name -> where it may be typed (absent: anywhere)
     scrubber: Scrubber = field(init=False, repr=False, compare=False)
     codes: dict[str, list[str]] = field(init=False, repr=False, compare=False)  # name -> the codes typed
+    pushed: dict[str, str] = field(init=False, repr=False, compare=False)  # name -> a value a human pushed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "codes", {})
+        object.__setattr__(self, "pushed", {})
         self._compile()
 
     def _compile(self) -> None:
         """Every form of every value (the seeds too) and of every code typed so far, in one scrubber;
         a code is scrubbed to its second factor's placeholder."""
-        object.__setattr__(self, "scrubber", Scrubber({**self.values, **self.totp}, self.codes))
+        object.__setattr__(self, "scrubber", Scrubber({**self.values, **self.totp, **self.pushed}, self.codes))
 
     def __bool__(self) -> bool:
-        return bool(self.values) or bool(self.totp)
+        return bool(self.values) or bool(self.totp) or bool(self.pushed)
+
+    def add(self, name: str, value: str) -> None:
+        """A value a human pushed while the job runs (``POST /v1/jobs/{id}/input``): typed like a secret
+        from now on (it replaces a secret of the same name), scrubbed from everything the job writes."""
+        self.pushed[name] = value
+        self._compile()
 
     def bound(self, text: str) -> bool:
         """Whether ``text`` names a secret bound to domains (its frame's URL must then be read)."""
@@ -69,10 +77,12 @@ class Secrets:
         def value(match: re.Match[str]) -> str:
             name = match.group(1)
             self._check_domain(name, url)
+            if name in self.pushed:
+                return self.pushed[name]
             if name in self.totp:
                 return self._code(name)
             if name not in self.values:
-                known = ", ".join(sorted({*self.values, *self.totp})) or "none"
+                known = ", ".join(sorted({*self.values, *self.totp, *self.pushed})) or "none"
                 raise ActionError(f"no secret named {name!r} (this job's secrets: {known})", action=action)
             return self.values[name]
 

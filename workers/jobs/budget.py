@@ -15,15 +15,22 @@ Three lines stand behind the job's own limit (the *soft* limit):
   abandons a run that ignored both (``WorkerRuntime.run``).
 
 A follow-up run of a kept session gets a budget of its own, the job's whole limit.
+
+Time spent waiting for a human (``request_human``) is not the job's: ``extend`` moves the deadline
+and the backstop, and every ``asyncio.Timeout`` the budget handed out, by that much.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 
 SOFT_LIMIT_SLACK = 4.5
 """Seconds past the job's own limit in which its artifacts are taken; below the hard limit's grace."""
+
+
+HANDED_MAX = 8  # timeouts a budget keeps moving: a run hands out a few (its deadline, its backstop, waits)
 
 
 def _now() -> float:
@@ -36,11 +43,21 @@ class TimeBudget:
 
     limit: float
     started: float = field(default_factory=_now)
+    extended: float = 0.0  # seconds added outside the job's own limit (waiting for a human)
+    _handed: list[tuple[asyncio.Timeout, float]] = field(default_factory=list, repr=False)  # (timeout, past deadline)
 
     @property
     def deadline(self) -> float:
         """When the job's own limit is reached (loop time): the agent and every wait stop here."""
-        return self.started + self.limit
+        return self.started + self.limit + self.extended
+
+    def extend(self, seconds: float) -> None:
+        """Move the deadline (and every timeout handed out that has not fired) by ``seconds``."""
+        self.extended += seconds
+        for timeout, past in self._handed:
+            if timeout.when() is not None and not timeout.expired():
+                with contextlib.suppress(RuntimeError):  # not entered yet, or exited: nothing runs under it
+                    timeout.reschedule(self.deadline + past)
 
     @property
     def backstop(self) -> float:
@@ -60,7 +77,13 @@ class TimeBudget:
 
     def until_deadline(self) -> asyncio.Timeout:
         """``async with budget.until_deadline():`` raises ``TimeoutError`` at the deadline."""
-        return asyncio.timeout_at(self.deadline)
+        return self._hand(0.0)
 
     def until_backstop(self) -> asyncio.Timeout:
-        return asyncio.timeout_at(self.backstop)
+        return self._hand(SOFT_LIMIT_SLACK)
+
+    def _hand(self, past: float) -> asyncio.Timeout:
+        self._handed = [(t, p) for t, p in self._handed if not t.expired()][-HANDED_MAX:]
+        timeout = asyncio.timeout_at(self.deadline + past)
+        self._handed.append((timeout, past))
+        return timeout

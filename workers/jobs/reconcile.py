@@ -38,6 +38,7 @@ from workers.jobs.batches.store import BatchStore
 from workers.jobs.ids import ID_SHAPE, new_id
 from workers.jobs.metrics import Reconciled, observe_reconciled, queue_keys
 from workers.jobs.model.status import FINAL_STATES, JobStatus
+from workers.jobs.queue.limits import queue_seconds
 from workers.jobs.queue.names import QUEUES
 from workers.jobs.queue.publish import send_job
 from workers.jobs.queue.results import mark_retried
@@ -160,8 +161,8 @@ class Reconciler:
         for job in candidates:
             if job.job_id not in in_flight:
                 if job.tenant is not None:
-                    timeout = job.timeout or self.settings.job_timeout
-                    await self.dispatcher.park(job.tenant, [Outgoing(job.job_id, job.priority, float(timeout))])
+                    timeout = self._limit(job)
+                    await self.dispatcher.park(job.tenant, [Outgoing(job.job_id, job.priority, timeout)])
                 else:
                     await self._send(job)
                 with bind(job_id=job.job_id):
@@ -262,6 +263,9 @@ class Reconciler:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _limit(self, job: JobLiveness) -> float:
+        """The soft limit of the job's message: its timeout and the time it may wait for humans."""
+        return queue_seconds(job.timeout, job.allow_human, job.human_timeout, self.settings)
+
     async def _send(self, job: JobLiveness, retries: int = 0) -> None:
-        timeout = job.timeout or self.settings.job_timeout
-        await asyncio.to_thread(send_job, job.job_id, job.priority, float(timeout), retries)
+        await asyncio.to_thread(send_job, job.job_id, job.priority, self._limit(job), retries)

@@ -3,7 +3,7 @@
 Importing this package registers every action (each module registers its own).
 """
 
-from workers.agent.actions import content, elements, navigation, scrolling, uploads  # noqa: F401  (registration)
+from workers.agent.actions import content, elements, human, navigation, scrolling, uploads  # noqa: F401  (registration)
 from workers.agent.actions.registry import (
     ACTIONS,
     Action,

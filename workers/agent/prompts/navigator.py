@@ -52,6 +52,8 @@ Written as [index]<tag attributes>text />:
      or get around it), "refused" (a harmful or disallowed task), or "incomplete" (you are
      stuck or the information is not there; put what you found in text). Never use success
      true for a task that was not done.
+   - Only when the task message says a human can help: request_human instead of giving up at a
+     captcha, a second factor or a confirmation the task requires (it ends the action sequence).
    - For repeated work ("each", "all", "5 times"), count in memory and finish them all.
    - Never invent actions, facts or URLs.
 6. Scrolling: prefer next_page, previous_page, scroll_to_top, scroll_to_bottom;

@@ -46,6 +46,8 @@ when it is not:
 - "incomplete": the task cannot be finished otherwise (the information does not exist, the
   agent is stuck, or the steps run out); final_answer holds everything found so far.
 If the navigator used done with success false and a reason, and you agree, keep its reason.
+When the task message says a human can help, a captcha, a second factor or a confirmation the task
+requires is not an end: done stays false and next_steps asks the navigator to use request_human.
 
 # Answer
 Always answer with the PlannerOutput function (or, if you cannot call functions, with exactly

@@ -1,4 +1,5 @@
-"""Steering a job after it was submitted: pause, resume, and follow-up tasks in a kept session.
+"""Steering a job after it was submitted: pause, resume (a hand-back), values pushed to it, and
+follow-up tasks in a kept session.
 
 One path for every caller (the API, the web console): each returns what happened or raises
 ``SteerRefused`` saying, in words a user can act on, why the job cannot be steered that way now.
@@ -10,13 +11,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from config import Settings
 from workers.jobs.errors import JobsError
-from workers.jobs.model.spec import FollowUpRequest
+from workers.jobs.model.spec import FollowUpRequest, InputRequest
+from workers.jobs.secrets.sealing import seal_json
+from workers.jobs.store.human import MAX_INPUTS, HumanStore
 from workers.jobs.store.jobs import WORKER_FRESH_SECONDS, JobStore
 from workers.jobs.store.outcomes import (
     FollowUpClaim,
     FollowUpOutcome,
+    InputOutcome,
     PauseOutcome,
+    InputResult,
     PauseResult,
     ResumeOutcome,
     ResumeResult,
@@ -40,9 +46,9 @@ class SteerRefused(JobsError):
 
 @dataclass(frozen=True)
 class Steered:
-    """``outcome``: paused | already (it was paused) | resumed."""
+    """``outcome``: paused | already (it was paused) | resumed | accepted | handed_back (an input)."""
 
-    outcome: PauseOutcome | ResumeOutcome
+    outcome: PauseOutcome | ResumeOutcome | InputOutcome
 
 
 def _missing(job_id: str) -> SteerRefused:
@@ -82,6 +88,19 @@ RESUME_REFUSALS = {
 }
 
 
+HAND_BACK_REFUSALS = {
+    ResumeOutcome.finished: FINISHED,
+    ResumeOutcome.not_paused: "job {id} is not waiting for a human nor paused (it is {state}): there is nothing to "
+                              "hand back",
+}
+INPUT_REFUSALS = {
+    InputOutcome.finished: FINISHED,
+    InputOutcome.not_running: "job {id} is {state}, not running: an input is read by a running job (send it once the "
+                              "job started, e.g. when it waits for a human)",
+    InputOutcome.full: f"job {{id}} holds {MAX_INPUTS} inputs already: send a new value under a name it has",
+}
+
+
 async def pause(store: JobStore, job_id: str) -> Steered:
     """Ask a running job to stop before its next step (``already`` when it was asked before)."""
     return _steered(job_id, "pause", await store.pause(job_id), PauseOutcome.missing, PAUSE_REFUSALS)
@@ -92,8 +111,21 @@ async def resume(store: JobStore, job_id: str) -> Steered:
     return _steered(job_id, "resume", await store.resume(job_id), ResumeOutcome.missing, RESUME_REFUSALS)
 
 
-def _steered(job_id: str, action: str, done: PauseResult | ResumeResult, missing: PauseOutcome | ResumeOutcome,
-             refusals: Mapping[PauseOutcome, str] | Mapping[ResumeOutcome, str]) -> Steered:
+async def hand_back(store: JobStore, job_id: str) -> Steered:
+    """A human is done with a job that waited for one (``request_human``), or with a paused one: it goes on."""
+    return _steered(job_id, "hand back", await store.resume(job_id), ResumeOutcome.missing, HAND_BACK_REFUSALS)
+
+
+async def push_input(store: JobStore, job_id: str, request: InputRequest, settings: Settings) -> Steered:
+    """Give a running job a value (sealed on its way to Redis); a job waiting for a human goes on with it."""
+    sealed = seal_json(request.value.get_secret_value(), settings)
+    done = await HumanStore(store).push_input(job_id, request.name, sealed)
+    return _steered(job_id, "send", done, InputOutcome.missing, INPUT_REFUSALS)
+
+
+def _steered(job_id: str, action: str, done: PauseResult | ResumeResult | InputResult,
+             missing: PauseOutcome | ResumeOutcome | InputOutcome,
+             refusals: Mapping[PauseOutcome, str] | Mapping[ResumeOutcome, str] | Mapping[InputOutcome, str]) -> Steered:
     if done.outcome is missing:
         raise _missing(job_id)
     refusal = refusals.get(done.outcome)  # type: ignore[call-overload]

@@ -19,6 +19,7 @@ from workers.jobs.batches.models import BatchRecord
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.errors import QueueUnavailable
 from workers.jobs.model.spec import JobSpec
+from workers.jobs.queue.limits import queue_limit
 from workers.jobs.queue.publish import send_job
 from workers.jobs.specs.checks import max_steps_of
 from workers.jobs.store.jobs import Created, JobStore
@@ -44,10 +45,10 @@ async def submit_job(store: JobStore, spec: JobSpec, settings: Settings, *, tena
     if made.created:
         try:
             if tenant is not None:
-                outgoing = Outgoing(job_id, spec.priority, spec.timeout or settings.job_timeout)
+                outgoing = Outgoing(job_id, spec.priority, queue_limit(spec, settings))
                 await Dispatcher(store, settings).park(tenant, [outgoing])
             else:
-                await asyncio.to_thread(send_job, job_id, spec.priority, spec.timeout or settings.job_timeout)
+                await asyncio.to_thread(send_job, job_id, spec.priority, queue_limit(spec, settings))
         except Exception as exc:
             log.error("could not queue job %s: %s", job_id, exc)
             await store.cancel(job_id)
@@ -66,7 +67,7 @@ async def publish_jobs(store: JobStore, job_ids: list[str], specs: list[JobSpec]
     """Publish recorded jobs (their ids, and the specs they run) in one bulk push (``batches.bulk``), then their ``task-sent``
     events; a ``tenant``'s are parked for fair dispatch instead. Raises what the broker raised; a
     batch's submitter and a crawl's growing page share it."""
-    outgoing = [Outgoing(job_id, spec.priority, spec.timeout or settings.job_timeout)
+    outgoing = [Outgoing(job_id, spec.priority, queue_limit(spec, settings))
                 for job_id, spec in zip(job_ids, specs, strict=True)]
     if not outgoing:
         return

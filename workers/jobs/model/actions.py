@@ -178,6 +178,12 @@ class UploadFile(ElementRefByText):
         "uploaded"))
 
 
+class RequestHuman(ActionParams):
+    reason: str = Field(min_length=1, max_length=500, description=(
+        "what the human should do, shown to the operator (e.g. 'solve the captcha', 'enter the SMS code', "
+        "'confirm the payment'); never a secret"))
+
+
 class CacheContent(ActionParams):
     content: str = Field(description="findings to remember for later steps")
 
@@ -287,6 +293,7 @@ ACTION_PARAMS: dict[str, type[ActionParams]] = {
     "send_keys": SendKeys,
     "upload_file": UploadFile,
     "cache_content": CacheContent,
+    "request_human": RequestHuman,
     "done": Done,
     "extract_content": ExtractContent,
     "extract_fields": ExtractFields,

@@ -42,6 +42,11 @@ class JobRecord(BaseModel):
                          "and holds its browser until resumed (POST .../resume), cancelled, or "
                          "BROWSERD_PAUSE_MAX_SECONDS.")
     paused_at: datetime | None = None
+    waiting_for_human: str | None = Field(
+        None, description="The job waits for a human (its agent used request_human; options.allow_human): why, in "
+        "the agent's words. It holds its browser until handed back (POST .../hand-back, or .../input) or "
+        "human_until, then fails human_timeout. The job's state stays running (and paused is true) meanwhile.")
+    human_until: datetime | None = Field(None, description="When a job waiting for a human gives up.")
     session: SessionState | None = Field(None, description="For a job with options.keep_session: kept (a "
                                          "follow-up may be sent until session_until) or closed.")
     session_until: datetime | None = Field(None, description="When the kept session closes if no follow-up comes.")
@@ -71,6 +76,9 @@ class EventType(StrEnum):
     pause_requested = "pause_requested"
     resume_requested = "resume_requested"
     session = "session"  # the kept session closed: data has why
+    waiting_for_human = "waiting_for_human"  # the agent asked a human: data has the reason and until when
+    takeover = "takeover"  # an operator took the browser (state started: who, at) or gave it back (ended: seconds, counts)
+    input = "input"  # a value was pushed to the job (POST .../input): data names it, never the value
     # the agent's execution events (Nanobrowser's actor x state model)
     agent = "agent"
     # a job's politeness waits and refusals (``workers.politeness``): data has ``kind`` (slot | navigation |

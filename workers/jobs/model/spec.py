@@ -114,6 +114,14 @@ class AgentOptions(BaseModel):
         None, gt=0, le=86_400, description="Keep the browser context and the agent's history this many idle "
         "seconds after the task ends, for follow-up tasks (POST /v1/jobs/{id}/follow-up); at most "
         "BROWSERD_KEEP_SESSION_MAX. Agent jobs only.")
+    allow_human: bool = Field(
+        False, description="Let the agent ask a human for help (the request_human action: a captcha, a second "
+        "factor, a confirmation the task requires): the job waits as waiting_for_human, keeping its browser, until "
+        "someone hands it back (POST /v1/jobs/{id}/hand-back or /input) or human_timeout passes. Off by default: a "
+        "job nobody watches (a batch's) ends such pages honestly (blocked_by_site, login_required).")
+    human_timeout: float | None = Field(
+        None, gt=0, le=86_400, description="Seconds the job may wait for humans in all (BROWSERD_HUMAN_TIMEOUT "
+        "when unset; at most BROWSERD_HUMAN_TIMEOUT_MAX), on top of its own timeout; with allow_human only.")
     dialogs: Literal["accept", "dismiss"] = Field(
         "dismiss", description="How JavaScript dialogs (alert, confirm, prompt) are answered; prompts get empty text."
     )
@@ -436,3 +444,18 @@ class FollowUpRequest(BaseModel):
         if not value.strip():
             raise ValueError("must not be blank")
         return value
+
+
+class InputRequest(BaseModel):
+    """The body of ``POST /v1/jobs/{id}/input``: a value for a running job (a code sent by SMS or e-mail)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: SecretName = Field(description="The placeholder's name: the agent types it as <secret>name</secret>.")
+    value: SecretStr = Field(description=f"{MIN_SECRET} to {MAX_SECRET} characters; sealed with "
+                             "BROWSERD_SECRETS_KEY, never shown to the model, scrubbed from records and logs.")
+
+    @field_validator("value")
+    @classmethod
+    def _bounded(cls, value: SecretStr) -> SecretStr:
+        return check_secret_values({"value": value})["value"]

@@ -52,6 +52,7 @@ class FailureCategory(StrEnum):
     refused = "refused"  # the task is harmful or disallowed
     blocked_by_site = "blocked_by_site"  # a captcha or bot wall stopped the agent
     unverified = "unverified"  # the models said done, but what the run recorded does not show it (never a success)
+    human_timeout = "human_timeout"  # it asked a human (request_human) and nobody handed it back in time
     stuck = "stuck"  # the agent repeated the same actions on an unchanged page after it was told it was looping
     proxy_error = "proxy_error"  # the job's own proxy was unreachable, refused its credentials or spoke nonsense
     # what the job names does not exist (any more): the tenant's mistake, not browserd's

@@ -20,7 +20,7 @@ from workers.jobs.ids import new_id
 from workers.jobs.model.actions import validate_script
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.politeness.options import limits_for
-from workers.jobs.queue.limits import max_job_timeout
+from workers.jobs.queue.limits import max_job_timeout, queue_limit
 from workers.jobs.recipes.checks import automatic
 from workers.jobs.secrets.sealing import seal_spec
 from workers.jobs.specs.batch_body import BatchRequest, merged
@@ -75,6 +75,22 @@ def check_llm_budget(spec: JobSpec, settings: Settings) -> None:
                            "(BROWSERD_MAX_LLM_SECONDS)")
 
 
+def check_human(spec: JobSpec, settings: Settings) -> None:
+    """``options.human_timeout``: with ``allow_human`` only, within BROWSERD_HUMAN_TIMEOUT_MAX, and the
+    job's timeout and its wait for humans together within what the queue can hold."""
+    human = spec.options.human_timeout
+    if human is not None and not spec.options.allow_human:
+        raise SpecError.at("options.human_timeout", "applies to a job that may ask a human: give it with "
+                           "options.allow_human true")
+    if human is not None and human > settings.human_timeout_max:
+        raise SpecError.at("options.human_timeout", f"at most {settings.human_timeout_max:g} seconds here "
+                           "(BROWSERD_HUMAN_TIMEOUT_MAX)")
+    if spec.options.allow_human and queue_limit(spec, settings) > max_job_timeout(settings):
+        raise SpecError.at("options.human_timeout", f"the timeout and the wait for humans together are at most "
+                           f"{max_job_timeout(settings):g} seconds here (BROWSERD_VISIBILITY_TIMEOUT bounds how "
+                           "long one job may hold its message)")
+
+
 def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None) -> JobSpec:
     """What pydantic cannot check alone: the script's actions, the output schema (its bounds:
     ``SchemaTooComplex``; then jsonschema's own check), a timeout the
@@ -96,6 +112,7 @@ def check_spec(spec: JobSpec, settings: Settings, ceiling: Ceiling | None = None
     if keep is not None and keep > settings.keep_session_max:
         raise SpecError.at("options.keep_session", f"at most {settings.keep_session_max:g} seconds here "
                            "(BROWSERD_KEEP_SESSION_MAX)")
+    check_human(spec, settings)
     check_llm_budget(spec, settings)
     if spec.script is not None:
         if len(spec.script) > settings.max_script_actions:

@@ -27,6 +27,10 @@ field                   holds
 ``result``              the latest run's ``JobResult`` as JSON
 ``cancel_requested``    ``1`` once a cancel was asked
 ``paused``              ``1`` while a pause is asked (``paused_at`` since when)
+``waiting_for_human``   while the job waits for a human (``request_human``): the agent's reason;
+                        ``human_until`` when the wait ends; ``human_requests`` how many it made
+``inputs``              values pushed to the running job (``POST .../input``): a JSON object, name
+                        -> the value sealed with BROWSERD_SECRETS_KEY
 ``session``             a kept session (``options.keep_session``): ``kept`` or ``closed``
                         (``SessionState``); ``session_until`` when it closes, ``session_note`` why
                         it closed
@@ -113,6 +117,8 @@ def record_of(raw: dict[str, str], *, with_result: bool = True) -> JobRecord | N
         cancel_requested=raw.get("cancel_requested") == "1",
         paused=raw.get("paused") == "1",
         paused_at=_when(raw.get("paused_at")),
+        waiting_for_human=raw.get("waiting_for_human") or None,
+        human_until=_when(raw.get("human_until")),
         session=SessionState(raw["session"]) if raw.get("session") else None,
         session_until=_when(raw.get("session_until")),
         session_note=raw.get("session_note") or None,
@@ -222,6 +228,8 @@ class JobLiveness:
     reconciled_at: float | None  # when the reconciler last sent it again
     tenant: str | None = None  # a tenant's job goes back to its fair dispatch, not straight to the broker
     attempts: int = 0  # attempts started so far
+    allow_human: bool = False  # options.allow_human: its message's limit holds the wait for humans too
+    human_timeout: float | None = None  # options.human_timeout (None: the settings')
 
 
 def liveness_of(job_id: str, row: list[str | None]) -> JobLiveness | None:
@@ -229,8 +237,11 @@ def liveness_of(job_id: str, row: list[str | None]) -> JobLiveness | None:
     state, priority, spec, created, beat, resent, tenant, attempts = row
     if not state:
         return None
-    timeout = json.loads(spec or "{}").get("timeout")
+    parsed = json.loads(spec or "{}")
+    timeout, options = parsed.get("timeout"), parsed.get("options") or {}
+    human = options.get("human_timeout")
     return JobLiveness(job_id=job_id, state=JobStatus(state), priority=Priority(priority or "normal"),
                        timeout=float(timeout) if timeout else None, created_at=_seconds(created),
                        heartbeat_at=_seconds(beat), reconciled_at=_seconds(resent), tenant=tenant or None,
-                       attempts=int(attempts or 0))
+                       attempts=int(attempts or 0), allow_human=bool(options.get("allow_human")),
+                       human_timeout=float(human) if human else None)

@@ -18,6 +18,10 @@ key                             type       holds
                                            watches the job's live view
 ``P job:{id}:screen``           channel    pub/sub: the job's screencast frames (JPEG, base64) while
                                            watched; nothing is kept
+``P job:{id}:controller``       string     JSON {who, token, since}: the console session controlling the
+                                           job's browser (a takeover), with a short TTL it renews
+``P job:{id}:control``          channel    pub/sub: the controller's input events (JSON lists), to the
+                                           worker running the job
 ``P idem:{key}``                string     idempotency key -> job id (SET NX semantics, in the create
                                            script); expires ``result_ttl`` after creation/finish
 ``P jobs:seq``                  string     counter; a job's ``seq`` orders listings and is its score
@@ -171,6 +175,14 @@ class Keys:
 
     def screen(self, job_id: str) -> str:
         return f"{self.prefix}job:{job_id}:screen"
+
+    def controller(self, job_id: str) -> str:
+        """Who controls the job's browser from the console now (a takeover), while renewed."""
+        return f"{self.prefix}job:{job_id}:controller"
+
+    def control(self, job_id: str) -> str:
+        """Pub/sub channel of the controller's input events, to the worker running the job."""
+        return f"{self.prefix}job:{job_id}:control"
 
     def idempotency(self, key: str) -> str:
         return f"{self.prefix}idem:{key}"

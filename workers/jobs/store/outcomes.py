@@ -72,6 +72,17 @@ class ResumeOutcome(StrEnum):
     not_paused = "not_paused"
 
 
+class InputOutcome(StrEnum):
+    """What ``HumanStore.push_input`` did (``job_input.lua``)."""
+
+    accepted = "accepted"  # kept for the running job
+    handed_back = "handed_back"  # kept, and the job that waited for a human goes on
+    missing = "missing"
+    finished = "finished"
+    not_running = "not_running"  # queued or retrying: nothing reads it yet
+    full = "full"  # the job holds as many inputs as it may
+
+
 class CancelOutcome(StrEnum):
     """What ``JobStore.cancel`` did (``job_cancel.lua``)."""
 
@@ -97,6 +108,13 @@ class ResumeResult(NamedTuple):
     """A resume's outcome and the job's state when it was asked."""
 
     outcome: ResumeOutcome
+    state: JobStatus | NoJob
+
+
+class InputResult(NamedTuple):
+    """An input's outcome and the job's state when it was pushed."""
+
+    outcome: InputOutcome
     state: JobStatus | NoJob
 
 

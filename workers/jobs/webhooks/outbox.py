@@ -22,6 +22,7 @@ from workers.jobs.model.result import JobResult
 from workers.jobs.queue.publish import send_webhook
 from workers.jobs.schedules.change_store import CHANGES_KIND, ChangeFeed
 from workers.jobs.store.codec import JobEnd
+from workers.jobs.store.human import HUMAN_KIND
 from workers.jobs.store.jobs import JobStore
 
 log = logging.getLogger("browserd.outbox")
@@ -88,8 +89,22 @@ class Outbox:
             schedule_id, _, run = owed.ref.partition(":")
             changes = await ChangeFeed(self.store).entry(schedule_id, run)
             return {"changes": changes.model_dump(mode="json")} if changes else None
+        if owed.kind == HUMAN_KIND:
+            return await self._waiting(owed.ref)
         [end] = await self.store.ends([owed.ref], with_result=result is None)
         return {"job": job_payload(end, result)} if end is not None else None
+
+
+    async def _waiting(self, job_id: str) -> dict[str, Any] | None:
+        """The ``job.waiting_for_human`` webhook's body: the job, why it waits and until when (a job
+        handed back or finished before the webhook went out is still reported: the receiver sees
+        ``waiting_for_human`` null)."""
+        record = await self.store.get(job_id)
+        if record is None:
+            return None
+        until = record.human_until.isoformat() if record.human_until else None
+        return {"job": {"id": record.id, "status": record.state.value, "waiting_for_human": record.waiting_for_human,
+                        "human_until": until, "tenant": record.tenant, "labels": record.labels}}
 
 
 def job_delivery(job_id: str, run: int) -> str:

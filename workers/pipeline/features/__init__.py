@@ -15,6 +15,7 @@ from workers.pipeline.features.costs import Costs
 from workers.pipeline.features.crawls import Crawls
 from workers.pipeline.features.first_command import FirstCommand
 from workers.pipeline.features.incremental import IncrementalRuns
+from workers.pipeline.features.human import HumanHelp
 from workers.pipeline.features.input_files import InputFiles
 from workers.pipeline.features.kept_sessions import KeptSessions
 from workers.pipeline.features.limits import ResultLimits
@@ -24,6 +25,7 @@ from workers.pipeline.features.profiles import AuthProfiles
 from workers.pipeline.features.proxy_pools import ProxyPools
 from workers.pipeline.features.recipes import RecipeReplay
 from workers.pipeline.features.secrets import JobSecrets
+from workers.pipeline.features.takeover import Takeovers
 
 FEATURES: tuple[type[Feature], ...] = (
     JobSecrets,  # prepare: the values the job may type (its own, its credential set's)
@@ -35,7 +37,9 @@ FEATURES: tuple[type[Feature], ...] = (
     InputFiles,  # prepare: the files it may upload (sent with it, or another job's artifacts of its tenant)
     Costs,  # prepare: each LLM call priced, max_cost_usd; settle: cost_usd, budget_exceeded
     FirstCommand,  # attach: when its tab sends its first command
-    LiveViews,  # during: the screencast while someone watches
+    HumanHelp,  # prepare: a job that may ask a human (request_human, pushed inputs) reaches its record
+    LiveViews,  # during: the screencast while someone watches (faster while someone controls it)
+    Takeovers,  # during: an operator's input events replayed on the tab while they control it
     Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)
     IncrementalRuns,  # prepare: a scheduled page's last read; settle: this run's read, kept for the next
     ResultLimits,  # settle: the result's size limit, large results offloaded

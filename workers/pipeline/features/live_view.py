@@ -2,7 +2,8 @@
 
 Around each run (``during``) a poller asks the store every second whether someone watches
 (``workers.jobs.live``); when so it starts ``Page.startScreencast`` on the job's current tab, acks
-every frame (Chrome sends no more until acked) and publishes at most ``MAX_FPS`` of them; when the
+every frame (Chrome sends no more until acked) and publishes at most ``MAX_FPS`` of them
+(``CONTROLLED_FPS`` while an operator controls the tab); when the
 job switches to another tab (or opens one, or closes the one shown) the screencast follows it
 within a second; when nobody watches any more, or the run ends, it stops. A failure here never
 touches the job, and its cleanup never holds the job's result back: the pipeline records the
@@ -22,6 +23,7 @@ from typing import Any
 import cdp
 from config.tasks import cancel_and_wait
 from workers.jobs.live import publish_frame, watched
+from workers.jobs.takeover import holder
 from workers.jobs.store.jobs import JobStore
 from workers.pipeline.feature import Feature
 from workers.pipeline.run import JobRun
@@ -30,6 +32,7 @@ log = logging.getLogger("browserd.worker")
 
 POLL_SECONDS = 1.0
 MAX_FPS = 4.0
+CONTROLLED_FPS = 12.0  # while an operator controls the tab (a takeover), who needs to see what they do
 SCREENCAST = {"format": "jpeg", "quality": 60, "maxWidth": 1024, "maxHeight": 768, "everyNthFrame": 1}
 
 
@@ -50,6 +53,7 @@ class LiveView:
         self._task: asyncio.Task[None] | None = None
         self._off: Callable[[], None] | None = None
         self._last = 0.0
+        self.fps = MAX_FPS
         self._stopping = False
 
     async def __aenter__(self) -> LiveView:
@@ -68,6 +72,7 @@ class LiveView:
         while not self._stopping:
             try:
                 wanted = await watched(self.store, self.job_id)
+                self.fps = CONTROLLED_FPS if wanted and await holder(self.store, self.job_id) else MAX_FPS
                 if wanted and self._off is None:
                     await self._start()
                 elif wanted and self.page is not self.current():  # the job moved to another tab
@@ -101,6 +106,6 @@ class LiveView:
         with contextlib.suppress(Exception):
             await page.session.send("Page.screencastFrameAck", {"sessionId": params["sessionId"]})
         now = time.monotonic()
-        if now - self._last >= 1 / MAX_FPS:
+        if now - self._last >= 1 / self.fps:
             self._last = now
             await publish_frame(self.store, self.job_id, params["data"])

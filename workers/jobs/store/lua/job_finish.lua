@@ -10,7 +10,7 @@ end
 local final, category, err = ARGV[5], ARGV[6], ARGV[7]
 local session, run = ARGV[10] or '', ARGV[11] or ''
 redis.call('HSET', jkey, 'finished_at', now, 'result', ARGV[8])
-redis.call('HDEL', jkey, 'paused', 'paused_at')
+redis.call('HDEL', jkey, 'paused', 'paused_at', 'waiting_for_human', 'human_until')
 if run ~= '' then redis.call('HSET', jkey, 'runs', run, 'run:' .. run, ARGV[12]) end
 if session == 'closed' then
   redis.call('HSET', jkey, 'session', 'closed', 'session_note', ARGV[13] or '')

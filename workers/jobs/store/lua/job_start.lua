@@ -27,7 +27,7 @@ if state == 'running' and tonumber(redis.call('HGET', jkey, 'runs') or '0') > 1 
     .. 'a session cannot move to another worker'
   redis.call('HSET', jkey, 'finished_at', now, 'category', 'worker_lost', 'error', err, 'session', 'closed',
     'session_note', 'its worker was lost')
-  redis.call('HDEL', jkey, 'paused', 'paused_at')
+  redis.call('HDEL', jkey, 'paused', 'paused_at', 'waiting_for_human', 'human_until')
   end_run('failed', 'worker_lost', err)
   set_state(state, 'failed', {category = 'worker_lost'})
   finalize(ttl)
