@@ -98,7 +98,10 @@ async def test_a_tenant_sees_no_crawl_of_the_operators(frontend_stack: tuple[Sta
         status, made = s.call("POST", "/v1/tenants", {"name": "mcp-crawl-tenant"})
         assert status == 201, made
         async with http_client(s, made["key"]) as client:
+            unknown = "0" * 32
             for tool in ("crawl_status", "crawl_results", "cancel_crawl"):
                 refused = error_text(await client.call_tool(tool, {"crawl_id": operator["id"]}))
-                assert "HTTP 404" in refused and operator["id"] not in refused, (tool, refused)
+                absent = error_text(await client.call_tool(tool, {"crawl_id": unknown}))
+                # exactly the answer an unknown id gets (the id the caller sent is echoed, nothing more)
+                assert "HTTP 404" in refused and refused.replace(operator["id"], unknown) == absent, (tool, refused)
     assert s.call("GET", f"/v1/crawls/{operator['id']}")[1]["state"] in ("running", "completed")

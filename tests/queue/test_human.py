@@ -210,13 +210,16 @@ def test_hand_back_and_input_refuse_bad_requests(s: Stack, site: StaticServer) -
     assert status == 422 and "BROWSERD_VISIBILITY_TIMEOUT" in answer["message"], answer
 
 
+LOOPBACK = "127.0.0.1/32"  # a tenant's job opens only the networks it names, inside its ceiling
+
+
 def test_another_tenant_cannot_hand_back_or_send_input(s: Stack, site: StaticServer) -> None:
     keys = {}
     for name in ("humana", "humanb"):
-        status, made = s.call("POST", "/v1/tenants", {"name": name})
+        status, made = s.call("POST", "/v1/tenants", {"name": name, "limits": {"allowed_networks": [LOOPBACK]}})
         assert status == 201, made
         keys[name] = made["key"]
-    status, job = s.call("POST", "/v1/jobs", {"script": _asking(site, "solve the captcha"),
+    status, job = s.call("POST", "/v1/jobs", {"script": _asking(site, "solve the captcha"), "allowed_networks": [LOOPBACK],
                                               "options": {"allow_human": True}}, token=keys["humana"])
     assert status == 201, job
     _waiting(s, job["id"])
