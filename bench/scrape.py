@@ -16,7 +16,9 @@ after the other, in one run:
 
 Both sides load the same URLs with remote hosts failing fast: the peer's Chromium maps every host
 but 127.0.0.1 to NOTFOUND (as the pages' README says), and the browserd jobs set
-``allowed_domains: ["127.0.0.1"]`` so their egress gate refuses other hosts at once.
+``allowed_domains: ["127.0.0.1"]`` so their egress gate refuses other hosts at once (as issue 27's
+runs did; a job with domain lists also has each request checked by ``Fetch`` for its reports).
+``--open-domains`` leaves them out: the gate then resolves the remote names itself.
 
 The saved eBay item page never finishes loading on either side (issue 27); it is left out
 (``NEVER_LOADS``). One JSON line: ``{"runs": [...]}``, one entry per concurrency:
@@ -91,14 +93,18 @@ def p95(values: list[float]) -> float:
 # --- browserd --------------------------------------------------------------------------------
 
 
-def job_spec(url: str) -> dict[str, Any]:
-    return {"script": [{"go_to_url": {"url": url}}, {"extract_content": {}}, {"done": {"text": "ok"}}],
-            "allowed_domains": ["127.0.0.1"], "timeout": JOB_TIMEOUT}
+def job_spec(url: str, open_domains: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {"script": [{"go_to_url": {"url": url}}, {"extract_content": {}}, {"done": {"text": "ok"}}],
+                            "timeout": JOB_TIMEOUT}
+    if not open_domains:
+        spec["allowed_domains"] = ["127.0.0.1"]
+    return spec
 
 
-def run_batch(s: Stack, urls: list[str]) -> tuple[float, list[dict[str, Any]]]:
+def run_batch(s: Stack, urls: list[str], open_domains: bool) -> tuple[float, list[dict[str, Any]]]:
     """Submit ``urls`` as one batch; (its submission time, the finished job records)."""
-    lines = [json.dumps({"defaults": {"labels": {"bench": "scrape"}}}), *(json.dumps(job_spec(u)) for u in urls)]
+    lines = [json.dumps({"defaults": {"labels": {"bench": "scrape"}}}),
+             *(json.dumps(job_spec(u, open_domains)) for u in urls)]
     req = urllib.request.Request(s.url + "/v1/batches", data=("\n".join(lines) + "\n").encode(), method="POST",
                                  headers={"Content-Type": "application/x-ndjson", "Authorization": f"Bearer {TOKEN}"})
     submitted = time.time()
@@ -119,16 +125,17 @@ def _rows(s: Stack, batch_id: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in resp.read().decode().splitlines() if line.strip()]
 
 
-def browserd_side(s: Stack, origin: str, pages: list[str], level: int, count: int) -> dict[str, Any]:
+def browserd_side(s: Stack, origin: str, pages: list[str], level: int, count: int,
+                  open_domains: bool = False) -> dict[str, Any]:
     s.env["BROWSERD_POOL_WARM"] = str(level)
     worker = s.start_worker(level)
     try:
-        run_batch(s, [f"{origin}/{p}" for p in pages])  # warm-up: every page once
+        run_batch(s, [f"{origin}/{p}" for p in pages], open_domains)  # warm-up: every page once
         urls = [f"{origin}/{pages[n % len(pages)]}" for n in range(count)]
         idle = pss_bytes(worker.pid)
         meter = MemoryPeak(worker.pid)
         meter.start()
-        submitted, jobs = run_batch(s, urls)
+        submitted, jobs = run_batch(s, urls, open_domains)
         meter.running = False
         meter.join()
     finally:
@@ -206,6 +213,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=100, help="page loads per side per concurrency")
     parser.add_argument("--levels", default="4,8", help="concurrencies, comma-separated")
     parser.add_argument("--pages-dir", type=Path, default=PAGES)
+    parser.add_argument("--open-domains", action="store_true",
+                        help="no allowed_domains on the jobs: their egress gate resolves the pages' remote names "
+                             "(fair only where those fail at once, as the peer's do)")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     pages = saved_pages(args.pages_dir)
@@ -215,14 +225,14 @@ def main() -> None:
     runs = []
     with serve_path(args.pages_dir) as origin, stack(job_timeout=JOB_TIMEOUT, log_level="WARNING") as s:
         for level in levels:
-            ours = browserd_side(s, origin, pages, level, args.pages)
+            ours = browserd_side(s, origin, pages, level, args.pages, args.open_domains)
             peer = peer_side(python, origin, pages, level, args.pages)
             for side, got in (("browserd", ours), ("peer", peer)):
                 if got["failed"]:
                     print(f"bench: {got['failed']} {side} pages failed at c{level}, e.g. {got['first_error']}",
                           file=sys.stderr)
             runs.append(compare(level, args.pages, ours, peer))
-    print(json.dumps({"runs": runs}))
+    print(json.dumps({"runs": runs, "open_domains": args.open_domains}))
 
 
 if __name__ == "__main__":

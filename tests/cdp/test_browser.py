@@ -153,6 +153,15 @@ async def test_a_browser_passes_a_memory_limit_by_its_pss_not_its_rss_sum():
         await browser.close()
 
 
+async def test_numbers_past_64_bits_from_a_page_are_read(pool):
+    """The read loop parses with orjson; Chrome writes ``1e20`` as an integer past 64 bits, and a
+    page's numbers must read as the doubles they are, the connection going on."""
+    async with pool.lease() as lease:
+        assert await lease.page.evaluate("1e20") == 10**20
+        assert await lease.page.evaluate("[-1e25, 2**53, 0.5]") == [-1e25, 2**53, 0.5]
+        assert await lease.page.evaluate("'still answering'") == "still answering"
+
+
 async def test_protocol_error_is_typed(pool):
     async with pool.lease() as lease:
         with pytest.raises(CDPError) as info:
