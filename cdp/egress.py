@@ -42,7 +42,9 @@ import contextlib
 import ipaddress
 import logging
 import socket
+import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -61,6 +63,7 @@ Listen = Callable[[str], Awaitable[socket.socket]]
 """Makes a gate's listening socket on a host (``cdp.netns.BrowserNetwork.listen``: inside the browsers'
 network namespace, so the gate is the one thing on their loopback)."""
 
+MAX_KEPT_NAMES = 10_000  # past this, expired answers are dropped from the DNS cache
 HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 15.0
 MAX_HEAD = 64 * 1024
@@ -297,12 +300,74 @@ def _destination(url: str) -> tuple[str, int] | None:
     return ((parts.hostname or "").lower(), port) if parts.hostname and port else None
 
 
-async def system_resolver(host: str, port: int) -> list[IPAddress]:
-    """Every address the system resolver gives for ``host`` (an IP literal is its own answer)."""
-    with contextlib.suppress(ValueError):
-        return [ipaddress.ip_address(host)]
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+def lookup(host: str) -> list[IPAddress]:
+    """Every address the system resolver gives for ``host`` (blocking: ``socket.getaddrinfo``)."""
+    infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+
+
+class DnsCache:
+    """The system's answers for names, kept a short while, looked up on threads of its own.
+
+    The gate judges every connection, and a page opens many to the same few names: without a cache
+    each one was a ``getaddrinfo`` on asyncio's default thread pool (six threads on two cores), so
+    names that do not resolve quickly (five seconds per try of the system resolver) queued behind
+    each other and pages waited 5-25 s for them. Here a name is looked up once at a time (callers
+    asking meanwhile wait for that lookup), on up to ``threads`` threads, and its answer is kept
+    ``ttl`` seconds, a failure (no such name, or none in time) ``failure_ttl``. Keeping an answer
+    does not weaken the gate: the address connected to is still the one judged, never re-resolved.
+    """
+
+    def __init__(self, resolve: Callable[[str], list[IPAddress]] = lookup, *, ttl: float = 30.0,
+                 failure_ttl: float = 15.0, threads: int = 32, clock: Callable[[], float] = time.monotonic) -> None:
+        self.resolve = resolve
+        self.ttl, self.failure_ttl = ttl, failure_ttl
+        self.clock = clock
+        self.threads = threads
+        self.lookups = 0  # names looked up (cache misses)
+        self._pool: ThreadPoolExecutor | None = None
+        self._kept: dict[str, tuple[float, list[IPAddress] | OSError]] = {}  # name -> (until, answer)
+        self._running: dict[str, asyncio.Future[list[IPAddress]]] = {}
+
+    async def __call__(self, host: str, port: int) -> list[IPAddress]:
+        with contextlib.suppress(ValueError):
+            return [ipaddress.ip_address(host)]  # an IP literal is its own answer
+        kept = self._kept.get(host)
+        if kept is not None and kept[0] > self.clock():
+            return _answer_or_raise(kept[1])
+        running = self._running.get(host)
+        if running is None or running.get_loop() is not asyncio.get_running_loop():  # one lookup per loop
+            running = asyncio.ensure_future(self._look_up(host))
+            self._running[host] = running
+            running.add_done_callback(lambda f, h=host: self._running.get(h) is f and self._running.pop(h))
+        return list(await asyncio.shield(running))
+
+    async def _look_up(self, host: str) -> list[IPAddress]:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="browserd-dns")
+        self.lookups += 1
+        try:
+            answer: list[IPAddress] | OSError = await asyncio.get_running_loop().run_in_executor(
+                self._pool, self.resolve, host)
+        except OSError as exc:
+            answer = exc
+        ttl = self.failure_ttl if isinstance(answer, OSError) else self.ttl
+        self._kept[host] = (self.clock() + ttl, answer)
+        if len(self._kept) > MAX_KEPT_NAMES:
+            now = self.clock()
+            self._kept = {h: k for h, k in self._kept.items() if k[0] > now}
+        return _answer_or_raise(answer)
+
+
+def _answer_or_raise(answer: list[IPAddress] | OSError) -> list[IPAddress]:
+    if isinstance(answer, OSError):  # a new exception each time: a kept one would grow its traceback
+        raise type(answer)(answer.errno, answer.strerror) if answer.errno is not None else type(answer)(*answer.args)
+    return list(answer)
+
+
+system_resolver: Resolver = DnsCache()
+"""Every address the system resolver gives for a name (an IP literal is its own answer), through
+the process's one ``DnsCache``."""
 
 
 def suffix_resolver(suffix: str, address: str) -> Resolver:

@@ -66,11 +66,11 @@ async def test_a_failed_job_keeps_its_screenshots_page_and_console_by_default(po
     result = await run(pool, folder, {"script": [{"go_to_url": {"url": site.url("agent/artifacts.html")}},
                                                  {"wait": {"seconds": 1}}, {"click_element": {"index": 99}}]})
     assert result.status == JobStatus.failed
-    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.md",
-                             "step-001.jpg", "step-002.jpg", "step-003.jpg"]
+    assert names(result) == ["console.jsonl", "network.jsonl", "page.html", "page.md", "step-003.jpg"], \
+        "one screenshot: of the live page as the job failed, kept as the failing step's"
     assert {a.run for a in result.artifacts} == {1}
-    assert [s.screenshot for s in result.steps] == [f"/v1/jobs/{folder.job_id}/artifacts/step-00{n}.jpg"
-                                                   for n in (1, 2, 3)]
+    assert [s.screenshot for s in result.steps] == [None, None, f"/v1/jobs/{folder.job_id}/artifacts/step-003.jpg"]
+    assert folder.read("step-003.jpg")[:3] == b"\xff\xd8\xff"
     assert "<h1>Order status</h1>" in folder.read("page.html").decode()
     assert folder.read("page.md").decode().splitlines()[:2] == ["# Order status", "Shipped on Monday"], \
         "the page's text as markdown, its heading marked"
@@ -89,6 +89,23 @@ async def test_a_succeeded_job_keeps_nothing_by_default_and_off_keeps_nothing_ev
     off = {"screenshots": "off", "page": "off", "logs": "off"}
     failed = await run(pool, folder, {"script": [*steps[:1], {"click_element": {"index": 99}}], "artifacts": off})
     assert failed.status == JobStatus.failed and failed.artifacts == [] and folder.list() == []
+
+
+async def test_on_failure_takes_no_screenshot_while_a_job_runs_nor_when_it_succeeds(pool, site, folder):
+    spec = JobSpec(script=[{"go_to_url": {"url": site.url("agent/artifacts.html")}}, {"scroll_to_bottom": {}},
+                           {"done": {"text": "ok"}}])
+    assert spec.artifacts.screenshots == "on_failure"
+    asked: list[str] = []
+    async with pool.lease() as lease:
+        off = lease.page.session.on_send(asked.append)  # every command the job sends its tab
+        try:
+            result = await run_job(spec, lease, settings=storing(None, folder), job_id=folder.job_id)
+        finally:
+            off()
+    assert result.status == JobStatus.succeeded, result.error
+    assert "Page.navigate" in asked and "Page.captureScreenshot" not in asked
+    assert result.artifacts == [] and folder.list() == []
+    assert [s.screenshot for s in result.steps] == [None, None, None]
 
 
 async def test_always_keeps_the_page_and_logs_of_a_success(pool, site, folder):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -22,7 +24,7 @@ from cdp import (
     find_chrome,
     process_tree,
 )
-from cdp.launcher import merge_feature_switches
+from cdp.launcher import merge_feature_switches, tree_resident_bytes
 from tests.support.procs import chrome_pids
 from tests.support.sockets import listening_pids
 
@@ -81,6 +83,83 @@ async def test_goto_network_idle_waits_for_late_requests(pool, site):
         page = lease.page
         await page.goto(site.url("cdp/slow.html"), wait_until="networkidle")
         assert await page.evaluate("document.images.length") == 1
+
+
+class _NeverEnding(BaseHTTPRequestHandler):
+    """``/``: a page with an image; ``/never.png``: an answer whose body never ends (so the page's
+    load event never fires, as with the saved eBay item page of issue 27)."""
+
+    release = threading.Event()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        page = self.path == "/"
+        body = b"<!doctype html><title>Never loads</title><p id=text>Readable at once</p><img src=/never.png>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html" if page else "image/png")
+        self.send_header("Content-Length", str(len(body) if page else 100_000))  # an image: 4 bytes of it, ever
+        self.end_headers()
+        self.wfile.write(body if page else b"\x89PNG")
+        if not page:
+            self.wfile.flush()
+            self.release.wait(60)
+
+
+@pytest.fixture
+def never_loads() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _NeverEnding)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    _NeverEnding.release.clear()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        _NeverEnding.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+async def test_a_page_whose_load_never_fires_is_read_once_parsed_and_quiet_with_a_load_fallback(pool, never_loads):
+    async with pool.lease() as lease:
+        page = lease.page
+        with pytest.raises(CDPTimeout):
+            await page.goto(never_loads, timeout=4)  # no fallback: load is waited for to the timeout
+        assert await page.goto(never_loads, timeout=30, load_fallback=0.5) is False, "went on without load"
+        assert await page.evaluate("document.readyState") == "interactive", "load had not fired"
+        assert await page.evaluate("document.getElementById('text').textContent") == "Readable at once"
+
+
+async def test_a_page_that_loads_is_waited_for_to_its_load_with_a_load_fallback(pool, site):
+    async with pool.lease() as lease:
+        page = lease.page
+        assert await page.goto(site.url("cdp/basic.html"), load_fallback=0.5) is True
+        assert await page.evaluate("document.readyState") == "complete"
+
+
+@pytest.mark.e2e  # launches Chrome
+async def test_a_browser_passes_a_memory_limit_by_its_pss_not_its_rss_sum():
+    browser = await Browser.launch()
+    try:
+        pss = browser.memory_bytes()
+        assert pss is not None and pss > 0
+        rss = tree_resident_bytes(browser.process.pid)  # type: ignore[union-attr]
+        assert rss >= pss, "shared pages count once per process in the RSS sum"
+        assert browser.uses_more_than(pss // 2) and not browser.uses_more_than(rss * 2)
+        if rss - pss > 128 * 2**20:  # Chrome's processes share their code: the RSS sum is far above PSS
+            assert not browser.uses_more_than((pss + rss) // 2), "a limit between the two: PSS decides"
+    finally:
+        await browser.close()
+
+
+async def test_numbers_past_64_bits_from_a_page_are_read(pool):
+    """The read loop parses with orjson; Chrome writes ``1e20`` as an integer past 64 bits, and a
+    page's numbers must read as the doubles they are, the connection going on."""
+    async with pool.lease() as lease:
+        assert await lease.page.evaluate("1e20") == 10**20
+        assert await lease.page.evaluate("[-1e25, 2**53, 0.5]") == [-1e25, 2**53, 0.5]
+        assert await lease.page.evaluate("'still answering'") == "still answering"
 
 
 async def test_protocol_error_is_typed(pool):

@@ -226,7 +226,7 @@ class ArtifactOptions(BaseModel):
 
     screenshots: ScreenshotPolicy = Field(
         "on_failure", description="A JPEG per step: every_step (stored and linked as each step ends), "
-        "on_failure (taken each step, stored only if the job does not succeed), or off.")
+        "on_failure (one of the live page when the job does not succeed, kept as its last step's), or off.")
     page: KeepPolicy = Field(
         "on_failure", description="The final page's HTML (page.html) and its text as markdown (page.md): "
         "always, on_failure, off.")

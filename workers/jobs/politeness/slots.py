@@ -73,6 +73,19 @@ class BackedOff:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """A navigation's turn on a domain: seconds to wait for it, and the domain's back-off level then."""
+
+    wait: float
+    level: int
+
+    @property
+    def quiet(self) -> bool:
+        """No wait and no back-off: the domain asks nothing of a navigation with no delay of its own."""
+        return self.wait <= 0 and self.level == 0
+
+
+@dataclass(frozen=True)
 class HeldSlot:
     """A job's slot on a domain (what the heartbeat renews)."""
 
@@ -171,10 +184,14 @@ class DomainLimits:
     async def reserve_navigation(self, domain: str, min_delay: float) -> float:
         """Reserve the next navigation to ``domain`` (spaced by ``min_delay`` or the domain's back-off,
         whichever is longer, and not before its Retry-After); seconds to wait before making it."""
+        return (await self.reserve(domain, min_delay)).wait
+
+    async def reserve(self, domain: str, min_delay: float) -> Reservation:
+        """``reserve_navigation``, with the domain's back-off level."""
         rule = self.backoff
-        wait, _level = await self._reserve(keys=[self.keys.domain_last_navigation(domain), self.keys.domain_backoff(domain)],
-                                           args=[min_delay, rule.base, rule.cap, rule.recovery])
-        return float(wait)
+        wait, level = await self._reserve(keys=[self.keys.domain_last_navigation(domain), self.keys.domain_backoff(domain)],
+                                          args=[min_delay, rule.base, rule.cap, rule.recovery])
+        return Reservation(float(wait), int(level))
 
     async def back_off(self, domain: str, retry_after: float | None = None) -> BackedOff:
         """The site answered 429/503 (``retry_after``: its Retry-After in seconds) or blocked a job:

@@ -48,6 +48,7 @@ from workers.jobs.politeness.slots import (
     BackoffRule,
     DomainLimits,
     HeldSlot,
+    Reservation,
     SiteAnswer,
     poll_slot,
     retry_after_seconds,
@@ -58,6 +59,9 @@ from workers.pipeline.robots_lookup import Robots, robots_file
 from workers.pipeline.side_fetch import SideDoorRefused
 
 log = logging.getLogger("browserd.politeness")
+
+QUIET_SECONDS = 1.0  # a domain found with no back-off is taken to have none this long (per worker)
+MAX_QUIET_DOMAINS = 10_000  # past this, expired entries are dropped
 
 
 
@@ -74,6 +78,8 @@ class Slots(Protocol):
     async def release(self, slot: HeldSlot) -> None: ...
 
     async def reserve_navigation(self, domain: str, min_delay: float) -> float: ...
+
+    async def reserve(self, domain: str, min_delay: float) -> Reservation: ...
 
     async def back_off(self, domain: str, retry_after: float | None = None) -> BackedOff: ...
 
@@ -110,12 +116,15 @@ class LocalLimits:
         self.holders.get(slot.domain, set()).discard(slot.job_id)
 
     async def reserve_navigation(self, domain: str, min_delay: float) -> float:
+        return (await self.reserve(domain, min_delay)).wait
+
+    async def reserve(self, domain: str, min_delay: float) -> Reservation:
         now = time.monotonic()
         level, until = self._level(domain, now)
         delay = max(min_delay, self.backoff.spacing(level))
         at = max(now, self.last.get(domain, now - delay) + delay, until)
         self.last[domain] = at
-        return at - now
+        return Reservation(at - now, level)
 
     async def back_off(self, domain: str, retry_after: float | None = None) -> BackedOff:
         now = time.monotonic()
@@ -154,6 +163,7 @@ class Politeness(Feature):
         self.robots: Robots = (LocalRobots(self.settings.robots_ttl) if redis is None
                                else RobotsCache(redis, services.keys, self.settings.robots_ttl))
         self.held: dict[str, HeldSlot] = {}  # job id -> its slot
+        self.quiet: dict[str, float] = {}  # domain -> until when (monotonic) it is taken to have no back-off
 
     async def event(self, run: JobRun, **data: Any) -> None:
         await self.services.records.event(run.job_id, run.attempt, EventType.politeness, json.dumps(data))
@@ -209,6 +219,7 @@ class Politeness(Feature):
 
     async def back_off(self, run: JobRun, domain: str, retry_after: float | None, reason: str) -> None:
         """Slow ``domain`` down one level (``retry_after``: the site's own wait, capped), and say so."""
+        self.quiet.pop(domain, None)  # this worker's own navigations see its back-off at once
         try:
             hit = await self.domains.back_off(domain, retry_after)
         except Exception as exc:  # politeness that cannot be recorded must not fail the job
@@ -262,8 +273,23 @@ class JobGate:
 
     async def _space(self, domain: str, delay: float) -> None:
         """Wait for this navigation's turn on ``domain``: ``delay`` is the job's ``min_delay`` or the
-        site's ``Crawl-delay``, whichever is longer (or the domain's back-off, the Redis script decides)."""
-        wait = await self.politeness.domains.reserve_navigation(domain, delay)
+        site's ``Crawl-delay``, whichever is longer (or the domain's back-off, the Redis script decides).
+
+        With no delay of its own, a navigation needs a turn only while its domain is backed off: a
+        domain found quiet (no back-off, no wait) is taken to stay so for ``QUIET_SECONDS`` in this
+        worker, and navigations to it meanwhile make no reservation (no Redis round trip on every
+        page of a batch that asks for no politeness). A back-off recorded by this worker ends that at
+        once; one recorded by another worker reaches this one's navigations within ``QUIET_SECONDS``."""
+        quiet = self.politeness.quiet
+        if delay <= 0 and quiet.get(domain, 0.0) > time.monotonic():
+            return
+        reserved = await self.politeness.domains.reserve(domain, delay)
+        if delay <= 0 and reserved.quiet:
+            quiet[domain] = time.monotonic() + QUIET_SECONDS
+            if len(quiet) > MAX_QUIET_DOMAINS:
+                now = time.monotonic()
+                self.politeness.quiet = {d: t for d, t in quiet.items() if t > now}
+        wait = reserved.wait
         if wait <= 0:
             return
         await self.politeness.event(self.run, kind="navigation", state="waiting", domain=domain,
