@@ -5,7 +5,7 @@
   scripts keep exact in each transition), plus the jobs other admissions reserved and have not
   recorded yet, plus the new ones within ``max_queued``; today's count (UTC) within
   ``max_jobs_per_day``, counted in the same call. The new jobs are reserved in that call too
-  (``P tenant:{t}:reserved``) until the submitter has recorded them (``Reservation.settle``), so
+  (``P tenant:{t}:reserved``) until the submitter has recorded them (``QuotaReservation.settle``), so
   two submissions racing cannot both pass the queued check; a reservation whose submitter died
   lapses after ``RESERVATION_SECONDS``.
 * ``batch_size``: ``check_batch_size``, before anything is recorded.
@@ -68,7 +68,7 @@ def until_next_month(at: datetime) -> float:
 
 
 @dataclass(frozen=True)
-class Reservation:
+class QuotaReservation:
     """Jobs admitted and not recorded yet: ``settle`` once they are (``created`` of ``asked``
     were new), so the queued check stops counting them twice and the day gets back what was not
     created (an idempotent repeat, a crawl's page past its budget)."""
@@ -125,9 +125,9 @@ class Quotas:
         self.redis, self.keys = redis, keys or Keys()
         self._admit = redis.register_script(source("tenant_admit"))
 
-    async def admit_jobs(self, tenant: str, limits: TenantLimits, count: int) -> Reservation:
+    async def admit_jobs(self, tenant: str, limits: TenantLimits, count: int) -> QuotaReservation:
         """Count ``count`` new jobs against the tenant's quotas, or refuse them all; the caller
-        records them, then settles the reservation (``Reservation.settle``, in a ``finally``)."""
+        records them, then settles the reservation (``QuotaReservation.settle``, in a ``finally``)."""
         at = datetime.now(UTC)
         await self._check_spent(tenant, limits, at)
         max_queued = -1 if limits.max_queued is None else limits.max_queued
@@ -143,7 +143,7 @@ class Quotas:
         if quota == "jobs_per_day":
             raise QuotaExceeded(tenant, Quota.jobs_per_day, max_day, until_midnight(at),
                                 f"{value} submitted today (UTC), {count} more asked for; it frees at midnight UTC")
-        return Reservation(self, tenant, token, count, _day(at))
+        return QuotaReservation(self, tenant, token, count, _day(at))
 
     async def _check_spent(self, tenant: str, limits: TenantLimits, at: datetime) -> None:
         """Refuse a tenant whose day's or month's LLM budget is spent, or whose artifacts fill its quota."""
