@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from redis.asyncio import Redis
 
 from tests.frontends.tenancy import api_client, tenant
 from tests.frontends.test_quotas import over, script
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.model.spec import JobSpec
 from workers.jobs.store.connection import connect
+from workers.jobs.store.jobs import JobStore
 from workers.jobs.store.keys import Keys
-from workers.jobs.tenants.models import TenantLimits
-from workers.jobs.tenants.quotas import RESERVATION_SECONDS, Quotas, until_next_month
+from workers.jobs.tenants.models import QuotaExceeded, TenantLimits
+from workers.jobs.tenants.quotas import RESERVATION_SECONDS, Quotas, admitted, until_next_month
 
 
 @pytest.fixture
@@ -87,6 +91,69 @@ def test_a_reservation_whose_submitter_died_lapses(redis_url: str) -> None:
             await client.aclose()
 
     asyncio.run(go())
+
+
+def on_fresh_redis(redis_url: str, body: Callable[[Redis, JobStore, Quotas], Awaitable[None]]) -> None:
+    """Run ``body`` on an emptied Redis with a job store and the quotas over it."""
+    async def go() -> None:
+        client = connect(redis_url)
+        try:
+            await client.flushall()
+            await body(client, JobStore(client, result_ttl=60, keys=Keys()), Quotas(client, Keys()))
+        finally:
+            await client.aclose()
+
+    asyncio.run(go())
+
+
+def test_a_job_recorded_under_its_reservation_is_counted_once_before_the_settle(redis_url: str) -> None:
+    """Between recording its jobs and settling, a submission's recorded jobs are queued and no
+    longer reserved (their creation counted them off in the same call): before, they were counted
+    twice, and a concurrent submission got a spurious 429."""
+    async def body(client: Redis, store: JobStore, quotas: Quotas) -> None:
+        keys, limits = Keys(), TenantLimits(max_queued=6)
+        async with admitted(quotas, "acme", limits, 3) as admission:
+            assert admission.token
+            for i in range(2):  # two of its three recorded, the third not yet
+                made = await store.create(JobSpec(task=f"j{i}"), max_steps=3, tenant="acme",
+                                          admission=admission.token)
+                admission.created += int(made.created)
+            assert int((await client.hget(keys.tenant_usage("acme"), "queued")) or 0) == 2
+            assert await client.hget(keys.tenant_admitted("acme"), admission.token) == "2"
+            other = await quotas.admit_jobs("acme", limits, 3)  # 2 queued + 1 reserved + 3 = 6: fits
+            with pytest.raises(QuotaExceeded, match="6 queued now"):  # 2 queued + 1 + 3 reserved
+                await quotas.admit_jobs("acme", limits, 1)
+            batch = await BatchStore(store).create([JobSpec(task="b0"), JobSpec(task="b1")], [3, 3],
+                                                   tenant="acme", admission=other.token)
+            assert all(batch.created)
+            with pytest.raises(QuotaExceeded, match="6 queued now"):  # 4 queued + 1 + 1 reserved
+                await quotas.admit_jobs("acme", limits, 1)
+            await other.settle(2)
+        assert await client.hgetall(keys.tenant_admitted("acme")) == {}  # settled: both forgotten
+        assert await client.zcard(keys.tenant_reserved("acme")) == 0
+        late = await quotas.admit_jobs("acme", limits, 2)  # 4 queued + 2 = 6
+        await late.settle(0)
+
+    on_fresh_redis(redis_url, body)
+
+
+def test_a_lapsed_reservation_forgets_its_recorded_jobs_and_a_late_record_is_queued_only(redis_url: str) -> None:
+    async def body(client: Redis, store: JobStore, quotas: Quotas) -> None:
+        keys, limits = Keys(), TenantLimits(max_queued=4)
+        dead = await quotas.admit_jobs("acme", limits, 3)  # its submitter records one job, then dies
+        await store.create(JobSpec(task="j0"), max_steps=3, tenant="acme", admission=dead.token)
+        with pytest.raises(QuotaExceeded, match="3 queued now"):  # 1 queued + 2 still reserved
+            await quotas.admit_jobs("acme", limits, 2)
+        await client.zadd(keys.tenant_reserved("acme"), {f"{dead.token}|3": 1.0})  # RESERVATION_SECONDS passed
+        fresh = await quotas.admit_jobs("acme", limits, 2)  # 1 queued + 2: the lapsed one counts nothing
+        assert await client.hget(keys.tenant_admitted("acme"), dead.token) is None  # dropped with its member
+        await store.create(JobSpec(task="j1"), max_steps=3, tenant="acme", admission=dead.token)  # too late
+        assert await client.hget(keys.tenant_admitted("acme"), dead.token) is None  # not brought back
+        with pytest.raises(QuotaExceeded, match="4 queued now"):  # 2 queued + 2 reserved
+            await quotas.admit_jobs("acme", limits, 1)
+        await fresh.settle(0)
+
+    on_fresh_redis(redis_url, body)
 
 
 def test_a_tenants_monthly_budget_in_dollars(api: TestClient, redis_url: str) -> None:

@@ -50,11 +50,13 @@ EXPIRED = "the job record expired (BROWSERD_RESULT_TTL)"
 
 @dataclass(frozen=True)
 class _Owner:
-    """Whose jobs a batch's are: the batch, its schedule, its tenant."""
+    """Whose jobs a batch's are: the batch, its schedule, its tenant, and the quota admission
+    they were reserved under (``tenants.quotas``)."""
 
     batch_id: str
     schedule_id: str | None
     tenant: str | None
+    admission: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,9 @@ class BatchStore:
 
     async def create(self, specs: list[Any], max_steps: list[int], *, schedule_id: str | None = None,
                      webhook_url: str | None = None, tenant: str | None = None,
-                     max_cost_usd: float | None = None) -> BatchCreated:
-        """Record a batch and its queued jobs (``tenant``'s, or the operator's).
+                     max_cost_usd: float | None = None, admission: str | None = None) -> BatchCreated:
+        """Record a batch and its queued jobs (``tenant``'s, or the operator's; ``admission``: the
+        token of the quota reservation they were admitted under, which each job's creation counts off).
 
         The batch hash (with its ``total``) is written before the jobs, so the counters the jobs'
         creation bumps never see a batch without its size.
@@ -127,7 +130,7 @@ class BatchStore:
             if schedule_id:
                 pipe.zadd(self.keys.schedule_runs(schedule_id), {batch_id: created_at})
             await pipe.execute()
-        owner = _Owner(batch_id, schedule_id, tenant)
+        owner = _Owner(batch_id, schedule_id, tenant, admission)
         step = CREATE_CHUNK * PIPELINE_CALLS
 
         def argvs_of(group: int) -> asyncio.Future[list[str]]:  # CPU: in a thread, off the event loop
@@ -157,7 +160,8 @@ class BatchStore:
 
     def _argvs(self, specs: list[Any], max_steps: list[int], owner: _Owner) -> list[str]:
         return [json.dumps(self.jobs.create_args(spec, max_steps=steps, batch=owner.batch_id,
-                                                 schedule=owner.schedule_id, tenant=owner.tenant))
+                                                 schedule=owner.schedule_id, tenant=owner.tenant,
+                                                 admission=owner.admission))
                 for spec, steps in zip(specs, max_steps)]
 
     async def add_cost(self, batch_id: str, usd: float) -> bool:

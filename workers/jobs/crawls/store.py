@@ -127,17 +127,20 @@ class CrawlStore:
             return []
         return [not flag for flag in await self.redis.smismember(self.keys.crawl_seen(crawl_id), urls)]
 
-    async def admit(self, held: HeldCrawl, crawl_id: str, found: list[FoundURL], job: Any) -> Admitted:
+    async def admit(self, held: HeldCrawl, crawl_id: str, found: list[FoundURL], job: Any,
+                    admission: str | None = None) -> Admitted:
         """Queue each candidate not yet seen, within the crawl's budget, as a job of its batch (its
         tenant's).
 
-        ``job(url) -> PageJob`` makes a page's job (``lifecycle.crawling.page_job``). Returns the jobs created (publish them)."""
+        ``job(url) -> PageJob`` makes a page's job (``lifecycle.crawling.page_job``); ``admission``:
+        the quota reservation's token each job's creation counts off. Returns the jobs created (publish them)."""
         batch_id = held.batch_id
         made: dict[str, Any] = {}
         argv: list[str] = []
         for c in found:
             page = job(c.url)
-            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=batch_id, tenant=held.tenant)
+            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=batch_id, tenant=held.tenant,
+                                         admission=admission)
             made[args[1]] = page.spec
             argv.append(json.dumps({"url": c.url, "depth": c.depth, "parent": c.parent, "sitemaps": c.sitemaps,
                                     "args": args}))

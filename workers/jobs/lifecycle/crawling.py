@@ -125,7 +125,8 @@ async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], setting
         return 0
     try:
         async with admitted(Quotas(crawls.redis, crawls.keys), tenant, owner.limits, len(fresh)) as admission:
-            made = await crawls.admit(held, crawl_id, fresh, page_job(spec, crawl_id, settings, owner.ceiling))
+            made = await crawls.admit(held, crawl_id, fresh, page_job(spec, crawl_id, settings, owner.ceiling),
+                                      admission.token)
             admission.created = len(made.job_ids)
     except QuotaExceeded:
         if seeds:

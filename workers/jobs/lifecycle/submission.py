@@ -39,7 +39,8 @@ async def submit_job(store: JobStore, spec: JobSpec, settings: Settings, *, tena
     """
     limits = await limits_of(store, tenant) if tenant is not None else None
     async with admitted(Quotas(store.redis, store.keys), tenant, limits, 1) as admission:
-        made = await store.create(spec, max_steps=max_steps_of(spec, settings), tenant=tenant)
+        made = await store.create(spec, max_steps=max_steps_of(spec, settings), tenant=tenant,
+                                  admission=admission.token)
         admission.created = int(made.created)
     job_id = made.job_id
     if made.created:
@@ -95,7 +96,7 @@ async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings
     steps = [max_steps_of(spec, settings) for spec in specs]
     async with admitted(Quotas(store.redis, store.keys), tenant, limits, len(specs)) as admission:
         made = await batches.create(specs, steps, schedule_id=schedule_id, webhook_url=webhook_url, tenant=tenant,
-                                    max_cost_usd=max_cost_usd)
+                                    max_cost_usd=max_cost_usd, admission=admission.token)
         admission.created = sum(made.created)
     batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
     fresh = [(job_id, spec) for job_id, spec, new in zip(job_ids, specs, created) if new]

@@ -77,10 +77,12 @@ def _seconds(value: str | None) -> float | None:
 
 
 def create_fields(spec: JobSpec, max_steps: int, *, batch: str | None = None,
-                  schedule: str | None = None, tenant: str | None = None) -> dict[str, Any]:
+                  schedule: str | None = None, tenant: str | None = None,
+                  admission: str | None = None) -> dict[str, Any]:
     """The fields a new job's hash is created with (``job_create.lua`` adds id, seq, created_at,
     attempts and state): ``batch`` and ``schedule`` only for a job a batch (a schedule's run) made,
-    ``tenant`` only for a tenant's job (the operator's have none)."""
+    ``tenant`` only for a tenant's job (the operator's have none), ``admission`` only for one
+    admitted on its quotas (the token its creation counts off the reservation, ``tenants.quotas``)."""
     return {
         "spec": spec.model_dump_json(exclude_none=True),
         "priority": spec.priority.value,
@@ -91,6 +93,7 @@ def create_fields(spec: JobSpec, max_steps: int, *, batch: str | None = None,
         **({"batch": batch} if batch else {}),
         **({"schedule": schedule} if schedule else {}),
         **({"tenant": tenant} if tenant else {}),
+        **({"admission": admission} if admission else {}),
     }
 
 

@@ -104,19 +104,25 @@ class JobStore:
 
     # --- writes ----------------------------------------------------------------------------
 
-    async def create(self, spec: JobSpec, *, max_steps: int, tenant: str | None = None) -> Created:
-        """Record a queued job (``tenant``'s, or the operator's); with an idempotency key already in
-        use (by the same tenant), the existing job's id."""
-        job_id, created = await self._create(keys=[], args=self.create_args(spec, max_steps=max_steps, tenant=tenant))
+    async def create(self, spec: JobSpec, *, max_steps: int, tenant: str | None = None,
+                     admission: str | None = None) -> Created:
+        """Record a queued job (``tenant``'s, or the operator's; ``admission``: its quota
+        reservation's token); with an idempotency key already in use (by the same tenant), the
+        existing job's id."""
+        job_id, created = await self._create(keys=[], args=self.create_args(spec, max_steps=max_steps, tenant=tenant,
+                                                                            admission=admission))
         return Created(job_id, bool(int(created)))
 
     def create_args(self, spec: JobSpec, *, max_steps: int, batch: str | None = None,
-                    schedule: str | None = None, tenant: str | None = None) -> list[Any]:
+                    schedule: str | None = None, tenant: str | None = None,
+                    admission: str | None = None) -> list[Any]:
         """The ``ARGV`` of one ``job_create.lua`` call (``batches.store`` runs many in one script): a
         job of ``batch`` counts in it; a job of ``schedule`` also joins that schedule's index, for
         ``list(schedule=...)``; a ``tenant``'s idempotency keys are its own (another tenant's same
-        key names another job)."""
-        fields = codec.create_fields(spec, max_steps, batch=batch, schedule=schedule, tenant=tenant)
+        key names another job); a job of ``admission`` (a quota reservation's token,
+        ``tenants.quotas``) counts itself off that reservation as it is recorded."""
+        fields = codec.create_fields(spec, max_steps, batch=batch, schedule=schedule, tenant=tenant,
+                                     admission=admission)
         flat = [str(x) for pair in fields.items() for x in pair]
         indexes = [self.keys.label_index(k, v) for k, v in spec.labels.items()]
         if schedule:

@@ -83,6 +83,8 @@ key                             type       holds
 ``P tenant:{t}:cost-month:{m}`` string     USD its jobs' LLM calls cost in that UTC month (``YYYY-MM``); expires
 ``P tenant:{t}:reserved``       zset       admissions counted against ``max_queued`` whose jobs are not recorded
                                            yet: member ``token|jobs``, score when it lapses (its submitter died)
+``P tenant:{t}:admitted``       hash       open admission's token -> how many of its jobs are recorded (their
+                                           ``set_state``, same call): the queued check counts only the rest
 ``P tenant:{t}:artifacts``      string     bytes of the tenant's artifacts in the store (``max_artifact_bytes``):
                                            added as a job's are written, taken back when they are deleted
 ``P artifact-owners``           hash       job id -> ``tenant|bytes``: a tenant's job's artifact bytes, so the
@@ -287,6 +289,9 @@ class Keys:
 
     def tenant_reserved(self, tenant: str) -> str:
         return f"{self.prefix}tenant:{tenant}:reserved"
+
+    def tenant_admitted(self, tenant: str) -> str:
+        return f"{self.prefix}tenant:{tenant}:admitted"
 
     def tenant_month_cost(self, tenant: str, month: str) -> str:
         return f"{self.prefix}tenant:{tenant}:cost-month:{month}"

@@ -7,7 +7,10 @@
   ``max_jobs_per_day``, counted in the same call. The new jobs are reserved in that call too
   (``P tenant:{t}:reserved``) until the submitter has recorded them (``QuotaReservation.settle``), so
   two submissions racing cannot both pass the queued check; a reservation whose submitter died
-  lapses after ``RESERVATION_SECONDS``.
+  lapses after ``RESERVATION_SECONDS``. A job recorded under the reservation carries its token
+  (``Admission.token``, the job's ``admission`` field) and counts itself off the reservation in
+  the call that records it (``P tenant:{t}:admitted``), so between recording and settling it is
+  counted once (as queued), never twice.
 * ``batch_size``: ``check_batch_size``, before anything is recorded.
 * ``sessions``: ``check_sessions``, before a session is recorded.
 * ``cost_per_day``, ``cost_per_month``: ``admit_jobs`` refuses a tenant whose jobs' LLM calls
@@ -83,6 +86,7 @@ class QuotaReservation:
         keys = self.quotas.keys
         async with self.quotas.redis.pipeline(transaction=True) as pipe:
             pipe.zrem(keys.tenant_reserved(self.tenant), f"{self.token}|{self.asked}")
+            pipe.hdel(keys.tenant_admitted(self.tenant), self.token)
             if created < self.asked:
                 pipe.decrby(keys.tenant_day(self.tenant, self.day), self.asked - created)
             await pipe.execute()
@@ -96,9 +100,12 @@ def check_batch_size(tenant: str, limits: TenantLimits, size: int) -> None:
 
 @dataclass
 class Admission:
-    """What an ``admitted`` block records: how many of the admitted jobs were new."""
+    """What an ``admitted`` block records: how many of the admitted jobs were new. ``token``
+    (None for the operator's jobs) goes into each job the block records (``admission``), so the
+    job's creation takes it off the reservation atomically and it is never counted twice."""
 
     created: int = 0
+    token: str | None = None
 
 
 @asynccontextmanager
@@ -112,6 +119,7 @@ async def admitted(quotas: Quotas, tenant: str | None, limits: TenantLimits | No
         yield admission
         return
     reservation = await quotas.admit_jobs(tenant, limits or TenantLimits(), count)
+    admission.token = reservation.token
     try:
         yield admission
     finally:
@@ -135,7 +143,7 @@ class Quotas:
         token = secrets.token_hex(8)
         quota, value = await self._admit(
             keys=[self.keys.tenant_usage(tenant), self.keys.tenant_day(tenant, _day(at)),
-                  self.keys.tenant_reserved(tenant)],
+                  self.keys.tenant_reserved(tenant), self.keys.tenant_admitted(tenant)],
             args=[count, max_queued, max_day, DAY_COUNTER_TTL, repr(at.timestamp()), token, RESERVATION_SECONDS])
         if quota == "queued":
             raise QuotaExceeded(tenant, Quota.queued, max_queued, RETRY_HINT_SECONDS,

@@ -29,6 +29,12 @@ local function set_state(old, new, data)
     if old and not is_final(old) then redis.call('HINCRBY', tkey .. ':usage', old, -1) end
     if is_final(new) then redis.call('ZREM', tkey .. ':inflight', id)
     else redis.call('HINCRBY', tkey .. ':usage', new, 1) end
+    if not old then  -- recorded under an open admission: its reservation stops counting it (tenant_admit.lua)
+      local admission = redis.call('HGET', jkey, 'admission')
+      if admission and admission ~= '' and redis.call('HEXISTS', tkey .. ':admitted', admission) == 1 then
+        redis.call('HINCRBY', tkey .. ':admitted', admission, 1)
+      end
+    end
   end
   local batch = redis.call('HGET', jkey, 'batch')
   if batch then
