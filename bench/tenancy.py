@@ -187,7 +187,7 @@ def walk_mcp(c: TestClient, key_b: str, victims: Victims, report: Report) -> Non
                  # a submission naming A's credential set or profile: refused as if none existed
                  "spec": {"task": "x", "credentials": victims.owned.get("/credentials/", "x")},
                  "jobs": [{"task": "x", "profile": victims.owned.get("/profiles/", "x")}], "url": "https://example.com/", "index": 0, "text": "x", "option": "x",
-                 "direction": "down", "wait_seconds": 0,
+                 "direction": "down", "wait_seconds": 0, "name": "sms", "value": "482913",
                  "allowed_networks": ["169.254.169.254/32"]}  # open_session: refused, never waits on a worker
 
     async def go() -> None:

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import FormData, UploadFile
 
 from daemon.console.auth import (
     COOKIE,
@@ -27,10 +28,14 @@ from daemon.console.auth import (
     same_origin,
 )
 from daemon.console.rendering import render
+from workers.jobs.model.spec import MAX_INPUT_FILE_BYTES, MAX_INPUT_FILES
 from workers.jobs.tenants.principal import ADMIN, Principal
 from workers.jobs.tenants.store import TenantStore, key_id_of, looks_like_key
 
 MAX_FORM_BYTES = 1_000_000
+MULTIPART = "multipart/form-data"
+MAX_FIELDS = 200  # a multipart form's text fields at most (the submit form has about 20)
+MAX_UPLOAD_BYTES = MAX_FORM_BYTES + MAX_INPUT_FILES * (MAX_INPUT_FILE_BYTES + 4096)  # a form and its files' parts
 LOGIN_REFUSED = "That token is not the API token, nor a live tenant key."
 
 
@@ -107,14 +112,40 @@ async def _signed_in(request: Request, session: SessionCookie | None) -> Princip
 
 
 async def form_fields(request: Request) -> dict[str, list[str]]:
-    """The POSTed form (``application/x-www-form-urlencoded``, what the console's forms send)."""
+    """The POSTed form (``application/x-www-form-urlencoded``, what the console's forms send; the
+    submit form with files is ``multipart/form-data``: its text fields here, its files in
+    ``form_files``)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip()
+    if kind == MULTIPART:
+        form = await _multipart(request)
+        return {name: [v for v in form.getlist(name) if isinstance(v, str)] for name in form.keys()}
     if kind not in ("", "application/x-www-form-urlencoded"):
         raise ConsoleRefused(f"the console takes form posts, not {kind}")
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
         raise ConsoleRefused("the form is too large")
     return parse_qs(body.decode(errors="replace"), keep_blank_values=True)
+
+
+async def _multipart(request: Request) -> FormData:
+    """A multipart form, bounded before it is read: its declared length (a browser always sends one) at
+    most the text of a form and ``MAX_INPUT_FILES`` files of ``MAX_INPUT_FILE_BYTES``; starlette caches
+    it, so the CSRF check and the page read it once."""
+    declared = request.headers.get("content-length", "")
+    if not declared.isdigit():
+        raise ConsoleRefused("a form with files must say its length (Content-Length)")
+    if int(declared) > MAX_UPLOAD_BYTES:
+        raise ConsoleRefused(f"the form is too large: its files may hold at most {MAX_INPUT_FILE_BYTES >> 20} MiB "
+                             f"each, {MAX_INPUT_FILES} files")
+    return await request.form(max_files=MAX_INPUT_FILES, max_fields=MAX_FIELDS)
+
+
+async def form_files(request: Request) -> list[UploadFile]:
+    """The files of a multipart form (none for a plain form post)."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != MULTIPART:
+        return []
+    form = await _multipart(request)
+    return [v for name in form.keys() for v in form.getlist(name) if isinstance(v, UploadFile) and v.filename]
 
 
 async def actor(request: Request, session: Annotated[Session, Depends(viewer)]) -> Session:

@@ -8,7 +8,9 @@ nor a script) are shown at the top of the form.
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,28 +19,40 @@ from pydantic import ValidationError
 from config import Settings
 from workers.jobs.errors import SpecError
 from workers.jobs.tenants.ceilings import Ceiling
-from workers.jobs.model.spec import JobSpec
+from workers.jobs.model.spec import MAX_INPUT_FILE_BYTES, MAX_INPUT_FILES, JobSpec
 from workers.jobs.specs.checks import check_spec, problems_of
 
 TEXT_FIELDS = ("kind", "task", "script", "start_url", "output_schema", "allowed_domains", "denied_domains",
                "options.max_steps", "options.planning_interval", "options.max_failures", "timeout", "priority",
                "labels", "idempotency_key", "secrets", "proxy_pool")
 TOTP_PREFIX = "totp:"  # a secret written NAME=totp:BASE32 is a second factor (the CLI's --secret says it alike)
+UPLOAD_LIMITS = {"max_files": MAX_INPUT_FILES, "max_file_mib": MAX_INPUT_FILE_BYTES >> 20}  # what the form says
 INT_OPTIONS = ("options.max_steps", "options.planning_interval", "options.max_failures")
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file sent with the submit form: its name as the browser gave it, its bytes."""
+
+    name: str
+    content: bytes
 
 
 @dataclass
 class SubmitForm:
     values: dict[str, str]
     errors: dict[str, str] = field(default_factory=dict)
+    uploads: list[dict[str, str]] = field(default_factory=list)  # input files as the spec takes them (base64)
 
     @classmethod
     def empty(cls) -> SubmitForm:
         return cls({"kind": "task", "priority": "normal"})
 
     @classmethod
-    def from_fields(cls, fields: dict[str, list[str]]) -> SubmitForm:
-        return cls({name: (fields.get(name) or [""])[0].strip() for name in TEXT_FIELDS})
+    def from_fields(cls, fields: dict[str, list[str]], files: Sequence[Upload] = ()) -> SubmitForm:
+        """The form's text fields, and its files (``input_files``: the job's ``upload_file`` names them)."""
+        uploads = [{"name": f.name, "content_base64": base64.b64encode(f.content).decode()} for f in files]
+        return cls({name: (fields.get(name) or [""])[0].strip() for name in TEXT_FIELDS}, uploads=uploads)
 
     def error(self, name: str, message: str) -> None:
         self.errors.setdefault(name, message)
@@ -133,6 +147,8 @@ def spec_body(form: SubmitForm) -> dict[str, Any]:
     _secrets(form, body)
     if v.get("proxy_pool"):
         body["proxy_pool"] = v["proxy_pool"]
+    if form.uploads:
+        body["input_files"] = form.uploads
     return body
 
 

@@ -33,10 +33,10 @@ from starlette.concurrency import iterate_in_threadpool
 
 import workers.jobs.lifecycle.steering as steering
 from config import Settings, env_name
-from daemon.console.access import Actor, Session, Viewer, form_fields, gate_of
+from daemon.console.access import Actor, Session, Viewer, form_fields, form_files, gate_of
 from daemon.console.auth import COOKIE_PATH
 from daemon.console.charts import outcomes
-from daemon.console.forms import SubmitForm, to_spec
+from daemon.console.forms import UPLOAD_LIMITS, SubmitForm, Upload, to_spec
 from daemon.console.rendering import render
 from daemon.console.secrets import masked_settings
 from workers.jobs import live, takeover
@@ -55,7 +55,7 @@ from workers.jobs.lifecycle.cancelling import cancel_batch, cancel_job
 from workers.jobs.lifecycle.steering import SteerRefused
 from workers.jobs.lifecycle.submission import submit_job
 from workers.jobs.model.record import JobRecord
-from workers.jobs.model.spec import STORED_NAME, FollowUpRequest, InputRequest
+from workers.jobs.model.spec import MAX_INPUT_FILE_BYTES, STORED_NAME, FollowUpRequest, InputRequest
 from workers.jobs.secrets.sealing import NO_KEY
 from workers.jobs.model.status import JobStatus
 from workers.jobs.recipes.models import RecipeInfo, describe_step
@@ -366,16 +366,19 @@ async def _steer(request: Request, job_id: str, action: Callable[[JobStore, str]
 @router.get("/submit", response_class=HTMLResponse)
 async def submit_page(request: Request, session: Viewer) -> Response:
     pools = sorted(settings_of(request).proxy_pools)
-    return render(request, "submit.html", {"form": SubmitForm.empty(), "proxy_pools": pools}, csrf=session.csrf)
+    return render(request, "submit.html", {"form": SubmitForm.empty(), "proxy_pools": pools, **UPLOAD_LIMITS}, csrf=session.csrf)
 
 
 @router.post("/submit", response_class=HTMLResponse)
 async def submit(request: Request, session: Actor) -> Response:
-    form = SubmitForm.from_fields(await form_fields(request))
+    files = [Upload(f.filename or "", await f.read(MAX_INPUT_FILE_BYTES + 1))  # one byte over: refused by name
+             for f in await form_files(request)]
+    form = SubmitForm.from_fields(await form_fields(request), files)
     settings = settings_of(request)
     spec = to_spec(form, settings, tenant_ceiling(session.who, settings))
     if spec is None:
-        return render(request, "submit.html", {"form": form, "proxy_pools": sorted(settings.proxy_pools)},
+        return render(request, "submit.html", {"form": form, "proxy_pools": sorted(settings.proxy_pools),
+                                              **UPLOAD_LIMITS},
                       csrf=session.csrf, status=422)
     try:
         job_id = (await submit_job(store_of(request), spec, settings, tenant=session.who.tenant)).job_id

@@ -48,6 +48,18 @@ class Api:
     async def cancel(self, job_id: str) -> dict[str, Any]:
         return _plain(await self.client.cancel(job_id))
 
+    async def pause(self, job_id: str) -> dict[str, Any]:
+        return _plain(await self.client.pause(job_id))
+
+    async def resume(self, job_id: str) -> dict[str, Any]:
+        return _plain(await self.client.resume(job_id))
+
+    async def hand_back(self, job_id: str) -> dict[str, Any]:
+        return _plain(await self.client.hand_back(job_id))
+
+    async def send_input(self, job_id: str, name: str, value: str) -> dict[str, Any]:
+        return _plain(await self.client.send_input(job_id, name, value))
+
     async def jobs(self, *, state: str | None = None, label: list[str] | None = None, limit: int = 50,
                    cursor: int | None = None) -> dict[str, Any]:
         labels = dict(item.partition("=")[::2] for item in label or [])

@@ -1,8 +1,8 @@
 """browserd as an MCP server: tools to run and manage browser jobs, resources for their results.
 
 Tools: ``run_task`` (submit an agent task and wait for its answer), ``submit_job``, ``get_job``,
-``cancel_job``, ``list_jobs``, ``run_batch``, the crawl tools (``crawls``) and the interactive
-session tools (``sessions``).
+``cancel_job``, ``list_jobs``, ``run_batch``, the steering tools (``steering``: pause, resume, hand back,
+send input), the crawl tools (``crawls``) and the interactive session tools (``sessions``).
 Resources: ``browserd://jobs/{job_id}/result`` and ``browserd://jobs/{job_id}/steps``, and a
 session's state and tabs. Everything goes through the HTTP API (``backend.Api``), so an
 MCP client gets exactly the checks, limits and messages an HTTP client gets; a refusal becomes an
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 import daemon.mcp.crawls as crawls
 import daemon.mcp.sessions as sessions
+import daemon.mcp.steering as steering
 from daemon.mcp.arguments import StrictServer, flat
 from daemon.mcp.backend import Api
 from daemon.mcp.calls import api_call, resource_call
@@ -126,7 +127,8 @@ def outcome(job: dict[str, Any]) -> dict[str, Any]:
     """What a caller wants of a job: its state and, once finished, its answer; steps stay in the resource."""
     result = job.get("result") or {}
     out = {"job_id": job["id"], "state": job["state"], "progress": job.get("progress"),
-           "cancel_requested": job.get("cancel_requested") or None,
+           "cancel_requested": job.get("cancel_requested") or None, "paused": job.get("paused") or None,
+           "waiting_for_human": job.get("waiting_for_human"), "human_until": job.get("human_until"),
            "final_answer": result.get("final_answer"), "data": result.get("data"),
            "category": job.get("category"), "error": job.get("error"), "labels": job.get("labels"),
            "batch": job.get("batch"), "created_at": job.get("created_at"), "finished_at": job.get("finished_at")}
@@ -156,7 +158,7 @@ def _completed(batch: dict[str, Any]) -> bool:
 
 
 def build_server(api: Api) -> StrictServer:
-    server = StrictServer("browserd", instructions=INSTRUCTIONS + crawls.INSTRUCTIONS + sessions.INSTRUCTIONS, version="0.1.0")
+    server = StrictServer("browserd", instructions=INSTRUCTIONS + steering.INSTRUCTIONS + crawls.INSTRUCTIONS + sessions.INSTRUCTIONS, version="0.1.0")
 
     @server.tool(annotations=ToolAnnotations(title="Run a browser task", openWorldHint=True))
     @flat(RunTaskArgs)
@@ -233,6 +235,7 @@ def build_server(api: Api) -> StrictServer:
             return job["result"].get("steps") or []
         return [e.data for e in await api.events(job_id) if e.type == EventType.step]
 
+    steering.register(server, api, outcome)
     crawls.register(server, api)
     sessions.register(server, api)
     return server

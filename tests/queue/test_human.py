@@ -325,3 +325,36 @@ def test_an_operator_takes_over_types_into_the_page_and_hands_back(s: Stack, sit
     ends = [d for k, d in s.events(job["id"]) if k == "takeover" and d["state"] == "ended"]
     assert len(ends) == 1 and ends[0]["clicks"] == 1 and ends[0]["keys"] == 2 and ends[0]["scrolls"] == 1, ends
     assert ends[0]["who"].startswith("console session") and ends[0]["seconds"] > 0
+
+
+async def test_an_mcp_client_hands_back_and_sends_the_code(s: Stack, site: StaticServer) -> None:
+    """MCP's steering tools go through the API: the same hand-back and input, the value never echoed, another
+    tenant's job answered exactly as an unknown one, a bad name refused with the API's reason."""
+    from tests.frontends.test_mcp import error_text, http_client, structured
+
+    first = s.submit({"script": _asking(site, "solve the captcha"), "options": {"allow_human": True}})
+    _waiting(s, first["id"])
+    script = _asking(site, "enter the SMS code", {"input_text": {"selector": "#code", "text": "<secret>sms</secret>"}},
+                     {"click_element": {"selector": "#send"}})
+    second = s.submit({"script": script, "options": {"allow_human": True}})
+    _waiting(s, second["id"])
+    status, made = s.call("POST", "/v1/tenants", {"name": "mcpsteer"})
+    assert status == 201, made
+    unknown = "0" * 32
+    async with http_client(s, made["key"]) as stranger:
+        for tool, args in (("hand_back_job", {}), ("send_input", {"name": "sms", "value": CODE}), ("pause_job", {}),
+                           ("resume_job", {})):
+            refused = error_text(await stranger.call_tool(tool, {"job_id": second["id"], **args}))
+            absent = error_text(await stranger.call_tool(tool, {"job_id": unknown, **args}))
+            assert "HTTP 404" in refused and refused.replace(second["id"], unknown) == absent, (tool, refused)
+            assert CODE not in refused
+    async with http_client(s) as client:
+        bad = error_text(await client.call_tool("send_input", {"job_id": second["id"], "name": "no spaces", "value": CODE}))
+        assert "name" in bad and CODE not in bad, bad
+        handed = await client.call_tool("hand_back_job", {"job_id": first["id"]})
+        assert "waiting_for_human" not in structured(handed), handed
+        sent = await client.call_tool("send_input", {"job_id": second["id"], "name": "sms", "value": CODE})
+        assert CODE not in json.dumps(structured(sent)), sent
+    assert s.wait_state(first["id"], FINAL, timeout=60)["state"] == "succeeded"
+    assert s.wait_state(second["id"], FINAL, timeout=60)["result"]["steps"][-2]["url"].endswith("?verified=yes")
+    assert s.job(second["id"])["waiting_for_human"] is None
