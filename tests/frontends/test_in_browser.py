@@ -181,7 +181,8 @@ async def test_an_operator_follows_a_crawl(frontend_stack: tuple[Stack, LLMServe
         await page.goto(s.url + "/ui/login")
         await fill(page, {"token": TOKEN})
         await click(page, "form[action='/ui/login'] button")
-        await until(page, "location.pathname === '/ui/'", "the jobs page")
+        await until(page, "location.pathname === '/ui/' && !!document.querySelector(\"nav a[href='/ui/crawls']\")",
+                    "the jobs page, its nav linking the crawls")
         await click(page, "nav a[href='/ui/crawls']")
         await until(page, f"!!document.querySelector('#crawls tr[data-crawl=\"{crawl['id']}\"]')", "the crawl in the list")
         await click(page, f"#crawls tr[data-crawl=\"{crawl['id']}\"] a")
