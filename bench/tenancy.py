@@ -7,7 +7,8 @@ The API runs in process on a real redis-server (no worker: jobs stay queued). Te
 job, a batch and a schedule, and makes a credential set, a profile and a recipe; the operator makes
 one of each of those three (under other names) and a job of its own. Every route naming a credential
 set, profile or recipe is walked with A's name and with the operator's, and with ``?tenant=acme``
-(the admin's filter, which a tenant's key must not honour). (No interactive session is opened: that
+(the admin's filter, which a tenant's key must not honour); every console form naming one object
+(cancel a job, batch or crawl) is posted by B's session with its CSRF token. (No interactive session is opened: that
 needs a worker; the session routes are walked with an id that names none.) A leak is any answer to B that is not a
 refusal (2xx/3xx) on a route naming one of those objects, or any answer that carries one of their
 ids or names.
@@ -56,6 +57,7 @@ SITE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "site"
 REFUSED = {401, 404, 405, 409, 415, 422}  # 409/422: refused before reading anything (e.g. a bad body)
 SECRET_VALUE = "victim-password-9f8e7d"
 SECRET_A = "acme-password-1a2b3c"
+CRAWL_START = "https://shop.example/acme-crawl-start"  # A's crawl: its start URL must show on none of B's pages
 
 
 @dataclass
@@ -72,6 +74,7 @@ class Report:
     routes_checked: int = 0
     mcp_tools_checked: int = 0
     console_pages_checked: int = 0
+    console_actions_checked: int = 0
     cross_tenant_leaks: list[str] = field(default_factory=list)
 
 
@@ -117,14 +120,15 @@ def seed(c: TestClient, redis_url: str) -> tuple[str, Victims]:
             await redis.aclose()
 
     asyncio.run(recipe())
-    crawl = c.post("/v1/crawls", json={"start_urls": ["https://shop.example/"], "max_pages": 1}, headers=_as(key_a))
+    crawl = c.post("/v1/crawls", json={"start_urls": [CRAWL_START], "max_pages": 1}, headers=_as(key_a))
     assert crawl.status_code == 201 and crawl.json()["tenant"] == "acme", crawl.text
     ids = {"job_id": job_a.json()["id"], "batch_id": batch["id"], "schedule_id": schedule["id"],
            "session_id": "0" * 32, "crawl_id": crawl.json()["id"], "delivery_id": "0" * 32}
     names = {"/credentials/": "victim_shop", "/profiles/": "victim-profile", "/recipes/": "victim-recipe",
              "/tenants/": "acme", "/artifacts/": "result.json"}
     owned_names = {"/credentials/": "acme_shop", "/profiles/": "acme-profile", "/recipes/": "acme-recipe"}
-    markers = {*ids.values(), job_op, *names.values(), *owned_names.values(), SECRET_VALUE, SECRET_A} - {
+    markers = {*ids.values(), job_op, *names.values(), *owned_names.values(), SECRET_VALUE, SECRET_A,
+               CRAWL_START.removeprefix("https://")} - {
         "0" * 32, "result.json"}
     return key_b, Victims({**ids, **{f"name{k}": v for k, v in names.items()}, "job_op": job_op}, markers,
                           owned_names)
@@ -239,8 +243,31 @@ def walk_console(c: TestClient, key_b: str, victims: Victims, report: Report) ->
             leaked = _leaks(answer.text, victims, url)
             if (named and answer.status_code not in REFUSED) or leaked:
                 report.cross_tenant_leaks.append(f"console GET {url} -> {answer.status_code} {leaked}")
+        _console_actions(c, victims, report)
     finally:
         c.cookies.clear()
+
+
+def _console_actions(c: TestClient, victims: Victims, report: Report) -> None:
+    """Every console form naming one object (cancel a job, a batch, a crawl, ...), posted by B's
+    signed-in session with its own CSRF token: each must be refused, and A's crawl must run on."""
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', c.get("/ui/submit").text)
+    csrf = found.group(1) if found else ""
+    for route in console_pages.router.routes:
+        path = getattr(route, "path", "")
+        params = re.findall(r"\{(\w+)\}", path)
+        if "POST" not in (getattr(route, "methods", None) or ()) or not params or \
+                any(p not in victims.params for p in params):
+            continue  # a create (no object named), or a route whose other parts name no victim
+        report.console_actions_checked += 1
+        url = _fill(path, victims, "job_id")
+        answer = c.post(url, data={"csrf": csrf}, headers={"Accept": "text/html", "Origin": str(c.base_url)})
+        leaked = _leaks(answer.text, victims, url)
+        if answer.status_code not in REFUSED or leaked:
+            report.cross_tenant_leaks.append(f"console POST {url} -> {answer.status_code} {leaked}")
+    state = c.get(f"/v1/crawls/{victims.params['crawl_id']}").json().get("state")  # the admin's bearer header
+    if state != "running":
+        report.cross_tenant_leaks.append(f"A's crawl is {state} after B's console walk")
 
 
 def _fresh_redbeat() -> None:

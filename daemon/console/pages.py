@@ -1,4 +1,4 @@
-"""The console's pages: jobs, a job's live steps, batches, schedules, recipes, the submit form and settings.
+"""The console's pages: jobs, a job's live steps, batches, crawls, schedules, recipes, the submit form and settings.
 
 A tenant's key signs in too (``access``): its pages list and open only its tenant's jobs, batches
 and schedules (another's id is a 404 page, like none), its submissions are its jobs within its
@@ -50,6 +50,8 @@ from workers.jobs.artifacts.names import (
 from workers.jobs.artifacts.store import ArtifactStore, JobArtifacts
 from workers.jobs.batches.models import BatchRecord
 from workers.jobs.batches.store import BatchStore
+from workers.jobs.crawls.models import CrawlLine, CrawlRecord
+from workers.jobs.crawls.store import CrawlStore
 from workers.jobs.ids import is_id
 from workers.jobs.lifecycle.cancelling import cancel_batch, cancel_job
 from workers.jobs.lifecycle.steering import SteerRefused
@@ -439,6 +441,79 @@ async def batch_cancel(request: Request, batch_id: str, session: Actor) -> Respo
     return RedirectResponse(f"{COOKIE_PATH}/batches/{batch_id}", status_code=303)
 
 
+# --- crawls ------------------------------------------------------------------------------------
+
+CRAWL_LINES = 50  # a crawl page's results lines per page
+
+
+async def _crawl(request: Request, crawl_id: str, who: Principal) -> CrawlRecord:
+    """The crawl, if this session may see it: another tenant's is a 404 page exactly like an unknown id."""
+    record = await CrawlStore(store_of(request)).get(crawl_id)
+    if record is None or not who.sees(record.tenant):
+        raise NotFound(f"No crawl with id {crawl_id!r} (finished crawls are kept "
+                       f"{settings_of(request).result_ttl}s, BROWSERD_RESULT_TTL).")
+    return record
+
+
+@router.get("/crawls", response_class=HTMLResponse)
+async def crawls_page(request: Request, session: Viewer) -> Response:
+    crawls = await CrawlStore(store_of(request)).recent(PAGE, tenant=session.who.tenant)
+    return render(request, "crawls.html", {"crawls": crawls, "admin": session.who.admin}, csrf=session.csrf)
+
+
+@router.get("/crawls/open")
+async def crawl_open(session: Viewer, id: str = "") -> Response:  # noqa: A002
+    return RedirectResponse(f"{COOKIE_PATH}/crawls/{quote(id.strip(), safe='')}", status_code=303)
+
+
+@router.get("/crawls/{crawl_id}", response_class=HTMLResponse)
+async def crawl_page(request: Request, crawl_id: str, session: Viewer, offset: int = 0) -> Response:
+    crawl = await _crawl(request, crawl_id, session.who)
+    if offset < 0:
+        raise BadFilter(f"The offset {offset} is negative: results lines are counted from 0.")
+    lines: list[CrawlLine] = []
+    crawls = CrawlStore(store_of(request))
+    async with aclosing(crawls.results(crawl_id, crawl.batch_id, _store(request))) as found:
+        index = 0
+        async for line in found:
+            if index >= offset + CRAWL_LINES:
+                break
+            if index >= offset:
+                lines.append(line)
+            index += 1
+    pages = {"offset": offset, "previous": max(offset - CRAWL_LINES, 0) if offset else None,
+             "next": offset + CRAWL_LINES if offset + CRAWL_LINES < crawl.queued else None}
+    return render(request, "crawl.html", {"crawl": crawl, "lines": lines, "pages": pages,
+                                          "admin": session.who.admin}, csrf=session.csrf)
+
+
+@router.get("/crawls/{crawl_id}/summary", response_class=HTMLResponse)
+async def crawl_summary(request: Request, crawl_id: str, session: Viewer) -> Response:
+    return render(request, "_crawl_summary.html", {"crawl": await _crawl(request, crawl_id, session.who),
+                                                   "admin": session.who.admin}, csrf=session.csrf)
+
+
+@router.get("/crawls/{crawl_id}/results")
+async def crawl_results(request: Request, crawl_id: str, session: Viewer) -> StreamingResponse:
+    crawl = await _crawl(request, crawl_id, session.who)
+    lines = CrawlStore(store_of(request)).results(crawl_id, crawl.batch_id, _store(request))
+
+    async def body() -> AsyncIterator[bytes]:
+        async for line in lines:
+            yield (line.model_dump_json() + "\n").encode()
+
+    return StreamingResponse(body(), media_type="application/x-ndjson", headers={
+        "Content-Disposition": f'attachment; filename="crawl-{crawl_id}.jsonl"'})
+
+
+@router.post("/crawls/{crawl_id}/cancel")
+async def crawl_cancel(request: Request, crawl_id: str, session: Actor) -> Response:
+    """As ``POST /v1/crawls/{id}/cancel``: the crawl's batch is cancelled, so no page is queued any more."""
+    crawl = await _crawl(request, crawl_id, session.who)
+    await cancel_batch(store_of(request), crawl.batch_id, crawl.tenant)
+    return RedirectResponse(f"{COOKIE_PATH}/crawls/{crawl_id}", status_code=303)
+
+
 # --- schedules ---------------------------------------------------------------------------------
 
 CONSOLE_CHANGES = 10  # the newest runs' changes a schedule's page shows
@@ -456,8 +531,10 @@ async def schedule_page(request: Request, schedule_id: str, session: Viewer) -> 
     if schedule is None or not session.who.sees(schedule.tenant):
         raise NotFound(f"No schedule with id {schedule_id!r}.")
     runs = await schedules.runs(schedule_id, 50)
+    crawl_ids = await CrawlStore(store_of(request)).of_batches([b.id for b in runs])
     changes = list(reversed(await ChangeFeed(store_of(request)).entries(schedule_id, limit=CONSOLE_CHANGES)))
-    return render(request, "schedule.html", {"schedule": schedule, "runs": runs, "changes": changes},
+    return render(request, "schedule.html", {"schedule": schedule, "runs": runs, "changes": changes,
+                                              "crawl_of": dict(zip([b.id for b in runs], crawl_ids))},
                   csrf=session.csrf)
 
 
@@ -470,7 +547,9 @@ async def schedule_action(request: Request, schedule_id: str, action: str, sessi
     if action == "run":
         batch = await schedules.fire(schedule_id, settings_of(request), force=True)
         if batch is not None:
-            return RedirectResponse(f"{COOKIE_PATH}/batches/{batch.id}", status_code=303)
+            crawl_id = (await CrawlStore(store_of(request)).of_batches([batch.id]))[0]
+            page = f"crawls/{crawl_id}" if crawl_id else f"batches/{batch.id}"
+            return RedirectResponse(f"{COOKIE_PATH}/{page}", status_code=303)
     else:
         await schedules.set_enabled(schedule_id, action == "resume")
     return RedirectResponse(f"{COOKIE_PATH}/schedules", status_code=303)

@@ -168,3 +168,34 @@ async def test_an_operator_drives_the_console(frontend_stack: tuple[Stack, LLMSe
         assert await page.evaluate("+document.querySelector('#batch-counts [data-state=succeeded]').textContent") == 3
         assert await page.evaluate("document.getElementById('batch-results').getAttribute('href')") == \
             f"/ui/batches/{batch['id']}/results"
+
+
+async def test_an_operator_follows_a_crawl(frontend_stack: tuple[Stack, LLMServer], pool: BrowserPool,
+                                           site: StaticServer) -> None:
+    s, _ = frontend_stack
+    status, crawl = s.call("POST", "/v1/crawls", {"start_urls": [site.url("/cdp/basic.html")], "max_depth": 1,
+                                                  "max_pages": 5})
+    assert status == 201, crawl
+    async with pool.lease() as lease:
+        page = lease.page
+        await page.goto(s.url + "/ui/login")
+        await fill(page, {"token": TOKEN})
+        await click(page, "form[action='/ui/login'] button")
+        await until(page, "location.pathname === '/ui/' && !!document.querySelector(\"nav a[href='/ui/crawls']\")",
+                    "the jobs page, its nav linking the crawls")
+        await click(page, "nav a[href='/ui/crawls']")
+        await until(page, f"!!document.querySelector('#crawls tr[data-crawl=\"{crawl['id']}\"]')", "the crawl in the list")
+        await click(page, f"#crawls tr[data-crawl=\"{crawl['id']}\"] a")
+        await until(page, f"location.pathname === '/ui/crawls/{crawl['id']}'", "the crawl page")
+        # the counters refresh in place (htmx) until the crawl completes: the page is not reloaded
+        await page.evaluate("window.sameDocument = true")
+        await until(page, "document.getElementById('crawl-state').textContent === 'completed'", "the crawl to complete", 90)
+        assert await page.evaluate("window.sameDocument") is True
+        counters = await page.evaluate("Object.fromEntries([...document.querySelectorAll('[data-counter]')]"
+                                       ".map(n => [n.dataset.counter, +n.textContent]))")
+        assert counters["discovered"] == counters["queued"] == counters["visited"] == 2 and counters["failed"] == 0
+        assert await page.evaluate("!document.getElementById('cancel-crawl')")
+        await page.goto(f"{s.url}/ui/crawls/{crawl['id']}")  # the lines are read when the page is
+        urls = await page.evaluate("[...document.querySelectorAll('#crawl-lines tr[data-job] td.url a')]"
+                                   ".map(a => a.title)")
+        assert sorted(urls) == sorted([site.url("/cdp/basic.html"), site.url("/cdp/basic.html?tab=2")])

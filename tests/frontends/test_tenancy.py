@@ -82,6 +82,7 @@ def test_no_route_tool_or_page_shows_another_tenants_objects() -> None:
     operations = sum(len(methods) for path, methods in c.app.openapi()["paths"].items() if path.startswith("/v1/"))
     assert report.cross_tenant_leaks == []
     assert report.routes_checked > operations and report.mcp_tools_checked >= 15 and report.console_pages_checked >= 15
+    assert report.console_actions_checked >= 8  # cancel (job, batch, crawl), pause, resume, hand-back, ...
     assert len(control.cross_tenant_leaks) >= 10
 
 

@@ -247,3 +247,11 @@ class CrawlStore:
                             canonical=page.get("canonical"), links=page.get("links"), data=line.data,
                             final_answer=line.final_answer, error=line.error, category=line.category,
                             reused_from=line.reused_from)
+
+    async def of_batches(self, batch_ids: list[str]) -> list[str | None]:
+        """The crawl whose pages each batch holds (None: a plain batch): a crawl schedule's runs are
+        batches, and the console links each run to its crawl's page."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for batch_id in batch_ids:
+                pipe.hget(self.keys.batch(batch_id), "crawl")
+            return [crawl_id or None for crawl_id in await pipe.execute()]
