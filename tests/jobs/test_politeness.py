@@ -16,6 +16,7 @@ from workers.jobs.politeness.slots import (
     BackoffRule,
     DomainLimits,
     HeldSlot,
+    SLOT_POLL_SECONDS,
     SlotWaitCancelled,
     SlotWaitExpired,
     retry_after_seconds,
@@ -101,6 +102,39 @@ async def test_waiting_for_a_slot_ends_when_one_frees_or_gives_up(limits: Domain
     assert not waiter.done()
     await limits.release(HeldSlot("example.com", "a"))
     assert await asyncio.wait_for(waiter, 5) == HeldSlot("example.com", "b")
+
+
+async def test_a_slot_released_in_this_process_is_taken_by_its_waiter_at_once(store: JobStore) -> None:
+    """A release wakes this process's waiters (no idle half poll per hand-on); the Redis script still
+    decides, so the limit holds; another process's release is seen at the next poll."""
+    limits, other = (DomainLimits(store.redis, store.keys, lease=10.0) for _ in range(2))  # two workers
+    assert await limits.try_slot("example.com", "a", 1)
+    waiters = [asyncio.ensure_future(limits.wait_slot("example.com", job, 1, patience=10)) for job in ("b", "c")]
+    await asyncio.sleep(0.25)  # both just past their second ask: polling alone would ask again 0.15 s on
+    loop = asyncio.get_running_loop()
+    released = loop.time()
+    await limits.release(HeldSlot("example.com", "a"))
+    done, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    assert loop.time() - released < SLOT_POLL_SECONDS / 2, "the waiter asked again when the slot was released"
+    assert len(done) == 1 and len(pending) == 1, "one slot: one waiter got it, the other still waits"
+    assert await limits.holders("example.com") == [done.pop().result().job_id]
+    assert await other.try_slot("example.com", "x", 1) is False
+    last = pending.pop()
+    holder = (await limits.holders("example.com"))[0]
+    await other.release(HeldSlot("example.com", holder))  # another worker's release: seen at the next poll
+    assert (await asyncio.wait_for(last, SLOT_POLL_SECONDS * 5)).job_id in ("b", "c")
+
+
+async def test_a_waiter_of_a_run_with_no_shared_store_is_woken_by_a_release() -> None:
+    local = LocalLimits()
+    assert await local.try_slot("example.com", "a", 1)
+    waiter = asyncio.ensure_future(local.wait_slot("example.com", "b", 1, patience=10))
+    await asyncio.sleep(0.25)  # just past its second ask: polling alone would ask again 0.15 s on
+    loop = asyncio.get_running_loop()
+    released = loop.time()
+    await local.release(HeldSlot("example.com", "a"))
+    assert await asyncio.wait_for(waiter, 5) == HeldSlot("example.com", "b")
+    assert loop.time() - released < SLOT_POLL_SECONDS / 2
 
 
 async def test_navigations_are_spaced_by_the_strictest_delay_reserved(limits: DomainLimits) -> None:

@@ -21,6 +21,7 @@ fleet slows down at once. The level drops by one every ``recovery`` seconds with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from email.utils import parsedate_to_datetime
 from collections.abc import Awaitable, Callable, Iterable
@@ -110,10 +111,36 @@ class SlotWaitCancelled(JobsError):
         super().__init__(f"cancelled while waiting for a slot on {domain} (politeness limit)")
 
 
+class SlotsFreed:
+    """Slots released in this process: a job of this process waiting for one asks again at once,
+    not at its next poll.
+
+    Polling alone left a domain's slot idle for half a poll on average each time one of this
+    worker's jobs handed it on (a crawl's pages, a fraction of a second each, lost a good share of
+    their turns so). Only the asking is sooner: taking the slot is the same Redis script, so the
+    limit holds as before; another worker's release is still seen at the next poll."""
+
+    def __init__(self) -> None:
+        self._events: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}  # an Event belongs to one loop
+
+    async def wait(self, seconds: float) -> None:
+        """Until a slot is released here, or ``seconds`` at most."""
+        event = self._events.setdefault(asyncio.get_running_loop(), asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)
+
+    def notify(self) -> None:
+        """A slot was released: wake every waiter (each asks for its own domain's slot once more)."""
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
+
+
 async def poll_slot(take: Callable[[], Awaitable[bool]], slot: HeldSlot, limit: int, patience: float,
-                    cancelled: Callable[[], bool]) -> HeldSlot:
-    """Ask ``take()`` for ``slot`` every ``SLOT_POLL_SECONDS`` until it gives it; ``SlotWaitExpired``
-    after ``patience`` seconds, ``SlotWaitCancelled`` as soon as ``cancelled()`` says so."""
+                    cancelled: Callable[[], bool], freed: SlotsFreed) -> HeldSlot:
+    """Ask ``take()`` for ``slot`` every ``SLOT_POLL_SECONDS``, or as soon as ``freed`` says a slot
+    of this process was released, until it gives it; ``SlotWaitExpired`` after ``patience``
+    seconds, ``SlotWaitCancelled`` as soon as ``cancelled()`` says so."""
     started = time.monotonic()
     while not await take():
         if cancelled():
@@ -121,7 +148,7 @@ async def poll_slot(take: Callable[[], Awaitable[bool]], slot: HeldSlot, limit: 
         waited = time.monotonic() - started
         if waited + SLOT_POLL_SECONDS > patience:
             raise SlotWaitExpired(slot.domain, limit, waited)
-        await asyncio.sleep(SLOT_POLL_SECONDS)
+        await freed.wait(SLOT_POLL_SECONDS)
     return slot
 
 
@@ -150,6 +177,7 @@ class DomainLimits:
         self.keys = keys
         self.lease = lease
         self.backoff = backoff
+        self.freed = SlotsFreed()
         self._hit = redis.register_script(source("politeness_backoff"))
         self._take = redis.register_script(source("politeness_slot_take"))
         self._renew = redis.register_script(source("politeness_slot_renew"))
@@ -161,10 +189,11 @@ class DomainLimits:
 
     async def wait_slot(self, domain: str, job_id: str, limit: int, patience: float,
                         cancelled: Callable[[], bool] = lambda: False) -> HeldSlot:
-        """Take a slot, asking again every ``SLOT_POLL_SECONDS``; ``SlotWaitExpired`` after ``patience``,
+        """Take a slot, asking again every ``SLOT_POLL_SECONDS`` (at once when a job of this process
+        releases one); ``SlotWaitExpired`` after ``patience``,
         ``SlotWaitCancelled`` as soon as ``cancelled()`` says so."""
         return await poll_slot(lambda: self.try_slot(domain, job_id, limit), HeldSlot(domain, job_id), limit,
-                               patience, cancelled)
+                               patience, cancelled, self.freed)
 
     async def renew(self, slots: Iterable[HeldSlot]) -> None:
         """Extend every slot still held, in one round trip (the worker's heartbeat)."""
@@ -175,6 +204,7 @@ class DomainLimits:
 
     async def release(self, slot: HeldSlot) -> None:
         await self.redis.zrem(self.keys.domain_slots(slot.domain), slot.job_id)
+        self.freed.notify()
 
     async def holders(self, domain: str) -> list[str]:
         """Job ids holding a live slot on ``domain`` (for inspection and tests)."""

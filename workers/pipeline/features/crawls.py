@@ -8,7 +8,8 @@ the last action changed the page), normalises them, keeps those in the crawl's s
 and allowed by the site's robots.txt, and queues the new ones (``lifecycle.crawling.grow``). Doing
 it before the record is what keeps the crawl's batch from completing while a found page is still
 to be visited. The job that visits the first seed also reads the crawl's sitemaps (its own list and
-the start sites' robots.txt ``Sitemap:`` lines), through the job's egress gate.
+the start sites' robots.txt ``Sitemap:`` lines), through the job's egress gate, once its links are
+queued (the same order as one list, so the same budget; the workers visit the links meanwhile).
 
 In ``extract`` mode the page's data is its text as markdown and its in-scope links.
 """
@@ -87,15 +88,16 @@ class Crawls(Feature):
                 skips[SKIP.depth] += 1
             else:
                 found.append(FoundURL(url, page.depth + 1, page.url))
-        if page.sitemaps:
-            found += await self._sitemap_pages(run, spec, crawl_id, scope)
         found = await self._allowed(run, spec, found, skips)
         final = normalise(state.url, tracking) if state is not None else None
         canonical = _canonical(state, scope, tracking)
         await self.crawls.mark_seen(crawl_id, [u for u in (final, canonical) if u and u != page.url])
+        await grow(self.crawls, crawl_id, found, self.settings)
+        if page.sitemaps:  # after the page's own links are queued: the workers start on them meanwhile
+            mapped = await self._sitemap_pages(run, spec, crawl_id, scope)
+            await grow(self.crawls, crawl_id, await self._allowed(run, spec, mapped, skips), self.settings)
         await self.crawls.count_skips(crawl_id, dict(skips))
         metrics.observe_crawl_skips(dict(skips))
-        await grow(self.crawls, crawl_id, found, self.settings)
         await self.crawls.note_page(crawl_id, run.job_id, final_url=final, canonical=canonical, links=len(in_scope))
         if spec.mode is PageMode.extract and result.status is JobStatus.succeeded and state is not None:
             result.data = {"markdown": state.text(), "links": in_scope}

@@ -50,6 +50,7 @@ from workers.jobs.politeness.slots import (
     HeldSlot,
     Reservation,
     SiteAnswer,
+    SlotsFreed,
     poll_slot,
     retry_after_seconds,
 )
@@ -92,6 +93,7 @@ class LocalLimits:
         self.last: dict[str, float] = {}
         self.backoff = backoff
         self.hits: dict[str, tuple[int, float, float]] = {}  # domain -> (level, at, until), monotonic times
+        self.freed = SlotsFreed()
 
     def _level(self, domain: str, now: float) -> tuple[int, float]:
         level, at, until = self.hits.get(domain, (0, now, 0.0))
@@ -107,13 +109,14 @@ class LocalLimits:
     async def wait_slot(self, domain: str, job_id: str, limit: int, patience: float,
                         cancelled: Callable[[], bool] = lambda: False) -> HeldSlot:
         return await poll_slot(lambda: self.try_slot(domain, job_id, limit), HeldSlot(domain, job_id), limit,
-                               patience, cancelled)
+                               patience, cancelled, self.freed)
 
     async def renew(self, slots: Iterable[HeldSlot]) -> None:
         return None
 
     async def release(self, slot: HeldSlot) -> None:
         self.holders.get(slot.domain, set()).discard(slot.job_id)
+        self.freed.notify()
 
     async def reserve_navigation(self, domain: str, min_delay: float) -> float:
         return (await self.reserve(domain, min_delay)).wait
