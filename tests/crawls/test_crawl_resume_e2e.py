@@ -6,14 +6,18 @@ that completed cannot be resumed (409)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from daemon.client import AsyncClient, Client
 from tests.batches.helpers import results, wait_completed
-from tests.queue.stack import Stack, stack, wait_until
+from tests.batches.test_cli import browserd
+from tests.queue.stack import TOKEN, Stack, stack, wait_until
 from tests.support.crawl_site import CrawlSite
 
 pytestmark = pytest.mark.e2e
@@ -74,3 +78,35 @@ def test_a_crawl_cancelled_mid_way_and_resumed_visits_every_page_once(deploy: St
         status, again = deploy.call("POST", f"/v1/crawls/{cid}/resume", {})  # completed: nothing to resume
         assert status == 409 and again["error"] == "conflict", again
         assert deploy.call("POST", f"/v1/crawls/{'0' * 32}/resume", {})[0] == 404
+
+
+def test_the_cli_and_the_clients_resume_a_crawl(deploy: Stack) -> None:
+    with CrawlSite(sections=1, items=2, orphans=0, hold=0.3) as site:
+        spec = {"start_urls": [site.url("/calendar/2026/1")], "max_depth": 100, "max_pages": 12,
+                "robots_sitemaps": False}
+        with Client(deploy.url, TOKEN) as api:
+            started = api.start_crawl(spec)
+            api.cancel_crawl(started.id)
+            stopped = api.wait_crawl(started.id, interval=0.2)
+            assert stopped.frontier > 0, (stopped.counts, stopped.skipped, dict(site.visits),
+                                          [(l.status, l.error, l.category) for l in api.crawl_results(started.id)])
+            resumed = api.resume_crawl(started.id)
+            assert resumed.state.value == "running" and resumed.frontier == 0
+            cut = browserd(deploy, "crawl", "--cancel", started.id, "--json")
+            assert cut.returncode == 0, cut.stderr.decode()
+            api.wait_crawl(started.id, interval=0.2)
+            done = browserd(deploy, "crawl", "--resume", started.id, "--wait", "--json")
+            final = json.loads(done.stdout)
+            cancelled = final["counts"]["cancelled"]  # a page running at the --cancel: read, not visited again
+            assert done.returncode == (1 if cancelled else 0), done.stderr.decode()
+            assert final["state"] == "completed" and final["queued"] == final["visited"] + cancelled == 12, final
+            again = browserd(deploy, "crawl", "--resume", started.id)  # completed: refused, said why
+            assert again.returncode != 0 and "not cancelled" in again.stderr.decode(), again.stderr.decode()
+
+            async def in_asyncio() -> Any:
+                async with AsyncClient(deploy.url, TOKEN) as aio:
+                    return await aio.resume_crawl(started.id)
+
+            with pytest.raises(Exception, match="409"):
+                asyncio.run(in_asyncio())
+        assert [url for url, n in site.visits.items() if n > 1] == [] and len(site.visits) == 12
