@@ -727,6 +727,10 @@ class Client:
     def cancel_crawl(self, crawl_id: str) -> CrawlRecord:
         return self._call(Calls.crawl(crawl_id, "cancel"))
 
+    def resume_crawl(self, crawl_id: str) -> CrawlRecord:
+        """Resume a cancelled crawl from where it stopped (a completed one: 409)."""
+        return self._call(Calls.crawl(crawl_id, "resume"))
+
     def crawl_results(self, crawl_id: str) -> Iterator[CrawlLine]:
         """One line per page queued, in the order they were queued."""
         response = self._send(Calls.crawl_results(crawl_id), stream=True)
@@ -1062,6 +1066,9 @@ class AsyncClient:
 
     async def cancel_crawl(self, crawl_id: str) -> CrawlRecord:
         return await self._call(Calls.crawl(crawl_id, "cancel"))
+
+    async def resume_crawl(self, crawl_id: str) -> CrawlRecord:
+        return await self._call(Calls.crawl(crawl_id, "resume"))
 
     async def crawl_results(self, crawl_id: str) -> AsyncIterator[CrawlLine]:
         response = await self._send(Calls.crawl_results(crawl_id), stream=True)

@@ -1,4 +1,4 @@
-"""``/v1/crawls``: start a crawl, list them, follow its progress, cancel it, stream its pages' results.
+"""``/v1/crawls``: start a crawl, list them, follow its progress, cancel it, resume it, stream its pages' results.
 
 A crawl is its tenant's (the key that started it): its page jobs carry the tenant, so its quotas,
 fair dispatch and ceilings apply to every page; another tenant's crawl answers 404 like none."""
@@ -16,8 +16,9 @@ from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
 from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.store import CrawlStore
-from workers.jobs.lifecycle.cancelling import cancel_batch
-from workers.jobs.lifecycle.crawling import check_crawl, submit_crawl
+from workers.jobs.errors import CrawlNotCancelled
+from workers.jobs.lifecycle.crawling import cancel_crawl as cancel_it
+from workers.jobs.lifecycle.crawling import check_crawl, resume_crawl as resume_it, submit_crawl
 from workers.jobs.specs.checks import check_webhook_url
 from workers.jobs.tenants.ceilings import tenant_ceiling
 from workers.jobs.tenants.principal import Principal
@@ -64,10 +65,27 @@ async def get_crawl(crawl_id: str, store: Store, who: Caller) -> CrawlRecord:
 
 @router.post("/crawls/{crawl_id}/cancel", status_code=202, response_model=CrawlRecord)
 async def cancel_crawl(crawl_id: str, store: Store, who: Caller) -> CrawlRecord:
-    """Stop the crawl: no page is queued any more, queued pages never start, running ones stop."""
+    """Stop the crawl: no page is queued any more, queued pages never start, running ones stop. What
+    it had still to visit (its queued pages, the links its running pages find) is kept: resume goes on from there."""
     crawls = CrawlStore(store)
     record = await _get(crawls, crawl_id, who)
-    await cancel_batch(store, record.batch_id, record.tenant)
+    await cancel_it(store, crawl_id, record.batch_id, record.tenant)
+    return await _get(crawls, crawl_id, who)
+
+
+@router.post("/crawls/{crawl_id}/resume", status_code=202, response_model=CrawlRecord,
+             responses={409: {"model": ErrorBody, "description": "The crawl was not cancelled (it completed, or runs)."},
+                        429: {"model": ErrorBody, "description": "Over one of the tenant's quotas (its name in `quota`)."}})
+async def resume_crawl(crawl_id: str, request: Request, store: Store, who: Caller) -> CrawlRecord:
+    """Resume a cancelled crawl from where it stopped: every page it found and had not visited is
+    queued again, once; pages visited are not visited again. Its tenant's ceilings and quotas apply
+    as at its start; its max_duration counts again from now."""
+    crawls = CrawlStore(store)
+    await _get(crawls, crawl_id, who)
+    try:
+        await resume_it(store, crawl_id, request.app.state.settings)
+    except CrawlNotCancelled as exc:
+        raise ApiError(409, "conflict", str(exc)) from None
     return await _get(crawls, crawl_id, who)
 
 

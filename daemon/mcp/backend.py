@@ -90,6 +90,9 @@ class Api:
     async def cancel_crawl(self, crawl_id: str) -> dict[str, Any]:
         return _plain(await self.client.cancel_crawl(crawl_id))
 
+    async def resume_crawl(self, crawl_id: str) -> dict[str, Any]:
+        return _plain(await self.client.resume_crawl(crawl_id))
+
     async def crawl_results(self, crawl_id: str) -> list[dict[str, Any]]:
         return [_plain(line) async for line in self.client.crawl_results(crawl_id)]
 

@@ -1,4 +1,5 @@
-"""Crawls as MCP tools: ``start_crawl``, ``crawl_status``, ``crawl_results``, ``cancel_crawl``.
+"""Crawls as MCP tools: ``start_crawl``, ``crawl_status``, ``crawl_results``, ``cancel_crawl``,
+``resume_crawl``.
 
 A crawl discovers a site's pages from start URLs and sitemaps and visits each once (``POST
 /v1/crawls``); the tools go through the HTTP API like every other tool, so a bad spec is refused
@@ -25,7 +26,8 @@ CrawlId = Annotated[str, Field(description="The id start_crawl returned.", min_l
 
 INSTRUCTIONS = """To crawl a site: start_crawl with start_urls (and/or sitemaps), max_depth and max_pages,
 optionally a task (an agent on each page, with an output_schema) or none (each page's text as markdown
-and its links); follow it with crawl_status, read its pages with crawl_results, stop it with cancel_crawl.
+and its links); follow it with crawl_status, read its pages with crawl_results, stop it with cancel_crawl
+and go on with it later with resume_crawl.
 """
 
 
@@ -84,3 +86,9 @@ def register(server: MCPServer, api: Api) -> None:
     async def cancel_crawl(crawl_id: CrawlId) -> dict[str, Any]:
         """Stop a crawl: no new page is queued, queued pages are cancelled, running ones stop."""
         return await api_call(api.cancel_crawl(crawl_id))
+
+    @server.tool(annotations=ToolAnnotations(title="Resume a crawl", openWorldHint=True))
+    async def resume_crawl(crawl_id: CrawlId) -> dict[str, Any]:
+        """Go on with a cancelled crawl from where it stopped: the pages it found and had not visited are
+        queued again, once; pages visited are not visited again. A completed crawl cannot be resumed."""
+        return await api_call(api.resume_crawl(crawl_id))

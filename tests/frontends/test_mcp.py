@@ -23,7 +23,8 @@ from tests.support.servers import StaticServer
 
 TOOLS = {"run_task", "submit_job", "get_job", "cancel_job", "list_jobs", "run_batch", "open_session", "navigate",
          "get_state", "click", "type", "select", "scroll", "screenshot", "close_session", "start_crawl", "crawl_status",
-         "crawl_results", "cancel_crawl", "pause_job", "resume_job", "hand_back_job", "send_input"}
+         "crawl_results", "cancel_crawl", "pause_job", "resume_job", "hand_back_job", "send_input",
+         "resume_crawl"}
 
 
 def http_client(s: Stack, token: str = TOKEN) -> Client:

@@ -1,5 +1,5 @@
 """The crawl tools over MCP (streamable HTTP), against the real stack: a crawl of the generated site
-started, followed, read page by page and cancelled; bad input refused with the API's own words; a
+started, followed, read page by page, cancelled and resumed; bad input refused with the API's own words; a
 hostile site's pages are data and its private links are never visited; a tenant's key sees no
 crawl of the operator's."""
 
@@ -54,6 +54,12 @@ async def test_a_crawl_is_started_followed_read_and_cancelled(frontend_stack: tu
             assert stopped["counts"]["cancelled"] + stopped["visited"] == stopped["queued"], stopped
             again = structured(await client.call_tool("cancel_crawl", {"crawl_id": long["id"]}))
             assert again["id"] == long["id"]  # idempotent
+            resumed = structured(await client.call_tool("resume_crawl", {"crawl_id": long["id"]}))
+            assert resumed["state"] == "running" and resumed["frontier"] == 0, resumed
+            assert resumed["queued"] == stopped["queued"] + resumed["resumed"] - stopped["counts"]["cancelled"]
+            assert "HTTP 409" in error_text(await client.call_tool("resume_crawl", {"crawl_id": long["id"]}))
+            structured(await client.call_tool("cancel_crawl", {"crawl_id": long["id"]}))
+            await finished(client, long["id"])
 
 
 async def test_bad_crawl_input_is_refused_naming_the_field(frontend_stack: tuple[Stack, LLMServer]) -> None:
@@ -72,6 +78,8 @@ async def test_bad_crawl_input_is_refused_naming_the_field(frontend_stack: tuple
         assert "no crawl with id" in error_text(await client.call_tool("crawl_status", {"crawl_id": "0" * 32}))
         assert "no crawl with id" in error_text(await client.call_tool("crawl_results", {"crawl_id": "0" * 32}))
         assert "HTTP 404" in error_text(await client.call_tool("cancel_crawl", {"crawl_id": "../../jobs"}))
+        assert "no crawl with id" in error_text(await client.call_tool("resume_crawl", {"crawl_id": "0" * 32}))
+        assert "HTTP 404" in error_text(await client.call_tool("resume_crawl", {"crawl_id": "../../jobs"}))
         assert "limit" in error_text(await client.call_tool("crawl_results", {"crawl_id": "0" * 32, "limit": 501}))
 
 
@@ -99,7 +107,7 @@ async def test_a_tenant_sees_no_crawl_of_the_operators(frontend_stack: tuple[Sta
         assert status == 201, made
         async with http_client(s, made["key"]) as client:
             unknown = "0" * 32
-            for tool in ("crawl_status", "crawl_results", "cancel_crawl"):
+            for tool in ("crawl_status", "crawl_results", "cancel_crawl", "resume_crawl"):
                 refused = error_text(await client.call_tool(tool, {"crawl_id": operator["id"]}))
                 absent = error_text(await client.call_tool(tool, {"crawl_id": unknown}))
                 # exactly the answer an unknown id gets (the id the caller sent is echoed, nothing more)

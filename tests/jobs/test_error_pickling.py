@@ -32,6 +32,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "JobsError": ("plain",),
     "SpecError": ([FieldProblem("options.max_steps", "too many", None)],),
     "QueueUnavailable": ("no broker",),
+    "CrawlNotCancelled": ("crawl 0 was not cancelled (completed)",),
     "CredentialsMissing": ("shop",),
     "RecipeUnavailable": ("recipe gone",),
     "InputFileMissing": ("0" * 32, "report.csv"),

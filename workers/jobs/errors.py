@@ -63,6 +63,11 @@ class SpecError(JobsError):
         return SpecError(problems, f"{prefix}: {self.summary}" if len(problems) == 1 else None)
 
 
+class CrawlNotCancelled(JobsError):
+    """Only a cancelled crawl may be resumed: this one completed, or is running (a resume already
+    took it). The API answers 409."""
+
+
 class QueueUnavailable(JobsError):
     """Records were written but their messages could not be published; the caller cancelled them."""
 

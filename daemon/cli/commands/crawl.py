@@ -1,7 +1,8 @@
 """``browserd crawl URL... [--max-depth N --max-pages N --include RE --exclude RE --extract|--task T]
 [--wait]``: start a crawl, optionally following its progress.
 
-``browserd crawl --cancel ID`` stops a crawl; ``browserd crawl --attach ID`` follows one started
+``browserd crawl --cancel ID`` stops a crawl, ``browserd crawl --resume ID`` goes on with a cancelled
+one from where it stopped; ``browserd crawl --attach ID`` follows one started
 earlier; ``browserd crawl --results ID`` prints its pages as JSON lines; ``browserd crawl --list``
 lists recent crawls (a tenant's key: its own).
 """
@@ -34,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", help="more of the crawl's spec as a JSON object (e.g. '{\"allowed_networks\": [...]}')")
     p.add_argument("--wait", action="store_true", help="show progress until the crawl completes")
     p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
+    p.add_argument("--resume", metavar="CRAWL_ID", help="go on with that cancelled crawl from where it stopped "
+                   "(its unvisited pages queued again; with --wait, follow it)")
     p.add_argument("--attach", metavar="CRAWL_ID", help="follow an existing crawl's progress (implies --wait)")
     p.add_argument("--results", metavar="CRAWL_ID", help="print that crawl's pages as JSON lines")
     p.add_argument("--list", action="store_true", help="list recent crawls, newest first, instead")
@@ -60,10 +63,10 @@ def as_batch(crawl: CrawlRecord) -> dict[str, Any]:
 
 @api_command
 def run(args: argparse.Namespace) -> int:
-    given = [name for name in ("cancel", "attach", "results", "list") if getattr(args, name)] + (
+    given = [name for name in ("cancel", "resume", "attach", "results", "list") if getattr(args, name)] + (
         ["URL"] if args.urls or args.sitemap else [])
     if len(given) != 1:
-        print("browserd crawl: give start URLs (or --sitemap), or --cancel ID, --attach ID, --results ID or --list "
+        print("browserd crawl: give start URLs (or --sitemap), or --cancel ID, --resume ID, --attach ID, --results ID or --list "
               "(exactly one)", file=sys.stderr)
         return EXIT_USAGE
     api = client()
@@ -81,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.cancel:
         crawl = api.cancel_crawl(args.cancel)
+    elif args.resume:
+        crawl = api.resume_crawl(args.resume)
+        print(f"crawl {crawl.id}: resumed, {crawl.queued} pages queued in all", file=sys.stderr)
     elif args.attach:
         crawl = api.crawl(args.attach)
     else:

@@ -144,7 +144,11 @@ class CrawlRecord(BaseModel):
     tenant: str | None = Field(None, description="The tenant whose key started it (null: the operator's).")
     state: BatchState = Field(description="running | completed (every page queued is done) | cancelling.")
     discovered: int = Field(description="Distinct in-scope URLs found (start URLs, sitemaps, links).")
-    queued: int = Field(description="Pages queued for a visit (jobs created), at most max_pages.")
+    queued: int = Field(description="Pages queued for a visit, at most max_pages (a page queued again by a "
+                        "resume counts once).")
+    frontier: int = Field(0, description="A cancelled crawl's pages still to visit, kept for a resume.")
+    resumed: int = Field(0, description="Pages a resume queued again (or for the first time: links found "
+                         "after the cancel).")
     visited: int = Field(description="Pages whose visit ended: succeeded + failed.")
     failed: int = Field(description="Pages whose visit failed.")
     counts: BatchCounts

@@ -4,7 +4,9 @@ A crawl owns one batch (``batches.store``): every page it visits is a job of tha
 batch's counters, cancelling, completion (exactly once, with its webhook) and results are the
 crawl's. What a crawl adds is admission (``admit``, one ``crawl_admit.lua`` call): a candidate URL
 joins the seen set and, if it is new and the crawl has budget left, becomes a queued job of the
-batch, whose ``total`` grows in the same atomic step. Keys: ``store.keys`` (``crawl:*``).
+batch, whose ``total`` grows in the same atomic step. A cancel keeps what the crawl had still to
+visit in its frontier (``hold``, and ``crawl_admit.lua`` for links found after it), from which
+``resume`` (one ``crawl_resume.lua`` call) queues it again. Keys: ``store.keys`` (``crawl:*``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,14 @@ class Admitted:
 
 
 @dataclass(frozen=True)
+class Resumed:
+    """What ``resume`` did: whether the crawl was cancelled (else nothing changed), the jobs it queued."""
+
+    cancelled: bool
+    admitted: Admitted
+
+
+@dataclass(frozen=True)
 class CrawlIds:
     """A crawl's id and its batch's."""
 
@@ -80,6 +90,7 @@ class CrawlStore:
         self.redis = jobs.redis
         self.keys = jobs.keys
         self._admit = self.redis.register_script(source("crawl_admit", CREATE_ONE=source("job_create")))
+        self._resume = self.redis.register_script(source("crawl_resume", CREATE_ONE=source("job_create")))
 
     async def create(self, spec: CrawlSpec, schedule_id: str | None = None, tenant: str | None = None) -> CrawlIds:
         """Record a crawl and its (empty) batch (a run of ``schedule_id``, when given; ``tenant``'s,
@@ -102,18 +113,20 @@ class CrawlStore:
         """Forget a crawl refused before any page was queued (its tenant's quota), and its empty batch."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.delete(self.keys.crawl(crawl_id), self.keys.crawl_seen(crawl_id), self.keys.crawl_pages(crawl_id),
-                        self.keys.batch(batch_id), self.keys.batch_jobs(batch_id))
+                        self.keys.crawl_frontier(crawl_id), self.keys.batch(batch_id), self.keys.batch_jobs(batch_id))
             pipe.zrem(self.keys.crawls, crawl_id)
             pipe.zrem(self.keys.batches, batch_id)
             if schedule_id:
                 pipe.zrem(self.keys.schedule_runs(schedule_id), batch_id)
             await pipe.execute()
 
-    async def start_clock(self, crawl_id: str, max_duration: float | None) -> None:
+    async def start_clock(self, crawl_id: str, max_duration: float | None, restart: bool = False) -> None:
         """From now on, no page is queued after ``created_at + max_duration``: set once the seeds are
-        queued, so a short ``max_duration`` still visits the start pages."""
+        queued, so a short ``max_duration`` still visits the start pages. ``restart`` (a resume): the
+        crawl's ``max_duration`` counts again from now."""
         if max_duration:
-            created_at = float(await self.redis.hget(self.keys.crawl(crawl_id), "created_at") or 0)
+            created_at = (datetime.now(UTC).timestamp() if restart
+                          else float(await self.redis.hget(self.keys.crawl(crawl_id), "created_at") or 0))
             await self.redis.hset(self.keys.crawl(crawl_id), "deadline", repr(created_at + max_duration))
 
     async def spec(self, crawl_id: str) -> HeldCrawl | None:
@@ -147,9 +160,50 @@ class CrawlStore:
         if not argv:
             return Admitted([], [])
         keys = [self.keys.crawl(crawl_id), self.keys.crawl_seen(crawl_id), self.keys.crawl_pages(crawl_id),
-                self.keys.batch(batch_id), self.keys.batch_jobs(batch_id)]
+                self.keys.batch(batch_id), self.keys.batch_jobs(batch_id), self.keys.crawl_frontier(crawl_id)]
         ids = await self._admit(keys=keys, args=[repr(datetime.now(UTC).timestamp()), *argv])
         return Admitted(list(ids), [made[i] for i in ids])
+
+    async def hold(self, crawl_id: str, job_ids: list[str]) -> None:
+        """The crawl was cancelled and these queued page jobs with it, before they ran: keep their
+        URLs in its frontier (with the job each had: ``resume`` queues it again without taking the
+        budget twice)."""
+        if not job_ids:
+            return
+        raws = await self.redis.hmget(self.keys.crawl_pages(crawl_id), job_ids)
+        held = {}
+        for job_id, raw in zip(job_ids, raws):
+            if raw is not None:
+                page = json.loads(raw)
+                held[page["url"]] = json.dumps({"url": page["url"], "depth": page["depth"], "parent": page.get("parent"),
+                                                "sitemaps": bool(page.get("sitemaps")), "job": job_id})
+        if held:
+            await self.redis.hset(self.keys.crawl_frontier(crawl_id), mapping=held)
+
+    async def frontier(self, crawl_id: str) -> list[FoundURL]:
+        """The URLs a cancelled crawl had still to visit, in no particular order."""
+        raws = await self.redis.hvals(self.keys.crawl_frontier(crawl_id))
+        return [FoundURL(d["url"], int(d["depth"]), d.get("parent") or None, bool(d.get("sitemaps")))
+                for d in map(json.loads, raws)]
+
+    async def resume(self, held: HeldCrawl, crawl_id: str, job: Any) -> Resumed:
+        """Reopen a cancelled crawl and queue its frontier, each URL once (``crawl_resume.lua``);
+        ``job(url) -> PageJob`` as for ``admit``. Publish the jobs it returns."""
+        raws = await self.redis.hgetall(self.keys.crawl_frontier(crawl_id))
+        made: dict[str, Any] = {}
+        argv: list[str] = []
+        for raw in raws.values():
+            entry = json.loads(raw)
+            page = job(entry["url"])
+            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=held.batch_id, tenant=held.tenant)
+            made[args[1]] = page.spec
+            argv.append(json.dumps({**entry, "args": args}))
+        keys = [self.keys.crawl(crawl_id), self.keys.crawl_pages(crawl_id), self.keys.batch(held.batch_id),
+                self.keys.batch_jobs(held.batch_id), self.keys.crawl_frontier(crawl_id),
+                self.keys.crawl_seen(crawl_id), self.keys.expiring]
+        reply = await self._resume(keys=keys, args=[held.batch_id, *argv])
+        ids = list(reply[1:])
+        return Resumed(reply[0] == "ok", Admitted(ids, [made[i] for i in ids]))
 
     async def mark_seen(self, crawl_id: str, urls: list[str]) -> None:
         """URLs a visited page is also known by (its final URL, its canonical): never queued after."""
@@ -197,7 +251,8 @@ class CrawlStore:
         return CrawlRecord(
             id=crawl_id, batch_id=raw["batch"], tenant=raw.get("tenant") or None, state=batch.state,
             discovered=await self.redis.scard(self.keys.crawl_seen(crawl_id)),
-            queued=batch.total, visited=counts.succeeded + counts.failed, failed=counts.failed, counts=counts,
+            queued=int(raw.get("queued") or 0), resumed=int(raw.get("resumed") or 0),
+            frontier=await self.redis.hlen(self.keys.crawl_frontier(crawl_id)), visited=counts.succeeded + counts.failed, failed=counts.failed, counts=counts,
             skipped=skipped, sitemap_pages=int(raw.get("sitemap_pages") or 0),
             sitemap_errors=json.loads(raw.get("sitemap_errors") or "[]"),
             spec=CrawlSpec.model_validate_json(raw["spec"]),
@@ -242,6 +297,8 @@ class CrawlStore:
         pages = await self.redis.hgetall(self.keys.crawl_pages(crawl_id))
         async for line in self.batches.results(batch_id, artifacts):
             page = json.loads(pages.get(line.id) or "{}")
+            if page.get("resumed_as"):  # cancelled before it ran, queued again by a resume: that job's line says
+                continue
             yield CrawlLine(url=page.get("url", ""), depth=int(page.get("depth") or 0), parent=page.get("parent"),
                             job_id=line.id, status=line.status, final_url=page.get("final_url"),
                             canonical=page.get("canonical"), links=page.get("links"), data=line.data,

@@ -33,8 +33,14 @@ async def cancel_batch(store: JobStore, batch_id: str, tenant: str | None = None
     """Cancel every unfinished job of an existing batch (``tenant``'s: its metrics say so); returns
     how many were queued (cancelled at once)."""
     cancelled = await BatchStore(store).cancel(batch_id)
+    await settle_cancelled(store, batch_id, cancelled, tenant)
+    return len(cancelled)
+
+
+async def settle_cancelled(store: JobStore, batch_id: str, cancelled: list[str], tenant: str | None = None) -> None:
+    """After ``BatchStore.cancel``: count the queued jobs it cancelled outright, send what their
+    transitions owe, tell Celery (a crawl's cancel keeps its frontier in between)."""
     for _ in cancelled:
         observe_job_finished(JobStatus.cancelled, tenant=tenant)
     await Finisher(store).batch_settled(batch_id, cancelled)
     await asyncio.to_thread(mark_revoked, cancelled, "cancelled while queued")
-    return len(cancelled)

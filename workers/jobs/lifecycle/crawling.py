@@ -1,5 +1,6 @@
 """Starting a crawl, and growing it: the seeds queued and published at submission, then each page's
-finds queued and published by the worker that visited it (``workers.pipeline.features.crawls``).
+finds queued and published by the worker that visited it (``workers.pipeline.features.crawls``);
+cancelling it with its frontier kept, and resuming it from there.
 
 Shared by ``POST /v1/crawls`` and the crawl feature, so a seed and a found page become jobs the
 same way.
@@ -20,8 +21,10 @@ from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.scope import check_pattern
 from workers.jobs.crawls.store import CrawlStore, FoundURL
 from workers.jobs.crawls.urls import SKIP, normalise
-from workers.jobs.errors import QueueUnavailable, SpecError
-from workers.jobs.lifecycle.cancelling import cancel_batch
+from workers.jobs.errors import CrawlNotCancelled, QueueUnavailable, SpecError
+from workers.jobs.batches.store import BatchStore
+from workers.jobs.lifecycle.cancelling import cancel_batch, settle_cancelled
+from workers.jobs.lifecycle.finishing import Finisher
 from workers.jobs.lifecycle.submission import publish_jobs
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.specs.checks import check_spec, max_steps_of, problems_of
@@ -169,3 +172,45 @@ async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
     record = await crawls.get(crawl_id)
     assert record is not None
     return record
+
+
+async def cancel_crawl(store: JobStore, crawl_id: str, batch_id: str, tenant: str | None = None) -> None:
+    """Cancel the crawl's batch, keeping what it had still to visit: the queued pages cancelled
+    before they ran go to its frontier (links found later join it as they are found), for a resume."""
+    crawls = CrawlStore(store)
+    cancelled = await BatchStore(store).cancel(batch_id)
+    await crawls.hold(crawl_id, cancelled)
+    await settle_cancelled(store, batch_id, cancelled, tenant)
+
+
+async def resume_crawl(store: JobStore, crawl_id: str, settings: Settings) -> int:
+    """A cancelled crawl goes on from where it stopped: its frontier is queued again, each URL once
+    (a page visited is never queued again: it left the frontier, or never was in it), within its
+    tenant's ceilings and quotas as they are now, as at its start (a tenant over a quota:
+    ``QuotaExceeded``, and the crawl stays cancelled; a revoked tenant: ``CrawlNotCancelled``
+    cannot say it, so ``SpecError``). Not cancelled (completed, or running): ``CrawlNotCancelled``.
+    Returns how many pages were queued."""
+    crawls = CrawlStore(store)
+    held = await crawls.spec(crawl_id)
+    if held is None:
+        raise CrawlNotCancelled(f"crawl {crawl_id} is gone")
+    record = await crawls.batches.get(held.batch_id)
+    if record is None or not record.cancel_requested:
+        raise CrawlNotCancelled(f"crawl {crawl_id} was not cancelled ({record.state.value if record else 'gone'}): "
+                                "only a cancelled crawl can be resumed")
+    owner = _TenantNow(None, None) if held.tenant is None else await _owner(crawls, held.tenant, settings)
+    if held.tenant is not None and owner.limits is None:
+        raise SpecError.at("tenant", f"the crawl's tenant {held.tenant!r} is revoked or deleted")
+    pending = len(await crawls.frontier(crawl_id))
+    async with admitted(Quotas(crawls.redis, crawls.keys), held.tenant, owner.limits, pending) as admission:
+        done = await crawls.resume(held, crawl_id, page_job(held.spec, crawl_id, settings, owner.ceiling))
+        admission.created = len(done.admitted.job_ids)
+    if not done.cancelled:
+        raise CrawlNotCancelled(f"crawl {crawl_id} is running again (resumed already)")
+    await crawls.start_clock(crawl_id, held.spec.max_duration, restart=True)
+    metrics.observe_crawl_pages("queued", len(done.admitted.job_ids))
+    await publish_jobs(crawls.jobs, done.admitted.job_ids, done.admitted.specs, settings, held.tenant)
+    await crawls.batches.complete_if_done(held.batch_id)  # an empty frontier: it completes again at once
+    await Finisher(store).batch_counted(held.batch_id)
+    log.info("crawl %s resumed: %d pages queued again", crawl_id, len(done.admitted.job_ids))
+    return len(done.admitted.job_ids)

@@ -42,10 +42,12 @@ key                             type       holds
                                            JSON, created_at, max_pages, deadline, queued, sitemap_pages,
                                            sitemap_errors, ``skipped:{reason}`` counters; its batch's
                                            hash names it (``crawl``), and the batch's completion expires
-                                           the crawl's three keys with the batch (``result_ttl``)
+                                           the crawl's four keys with the batch (``result_ttl``)
 ``P crawl:{id}:seen``           set        the crawl's normalised URLs queued (or refused by its budget):
                                            ``SADD`` in ``crawl_admit.lua`` is the one-visit rule
 ``P crawl:{id}:pages``          hash       job id -> JSON {url, depth, parent, final_url, canonical, links}
+``P crawl:{id}:frontier``       hash       the cancelled crawl's unvisited URLs, kept to resume from: URL ->
+                                           JSON {url, depth, parent, sitemaps, job (the cancelled queued job)}
 ``P crawls``                    zset       crawl ids, score creation time
 ``P schedule:{id}``             hash       a schedule (``schedules.store``): spec JSON, runs, skipped,
                                            last_batch, last_run_at
@@ -231,6 +233,9 @@ class Keys:
 
     def crawl_pages(self, crawl_id: str) -> str:
         return f"{self.prefix}crawl:{crawl_id}:pages"
+
+    def crawl_frontier(self, crawl_id: str) -> str:
+        return f"{self.prefix}crawl:{crawl_id}:frontier"
 
     @property
     def crawls(self) -> str:

@@ -11,6 +11,9 @@ to be visited. The job that visits the first seed also reads the crawl's sitemap
 the start sites' robots.txt ``Sitemap:`` lines), through the job's egress gate, once its links are
 queued (the same order as one list, so the same budget; the workers visit the links meanwhile).
 
+A page whose job was cancelled (the crawl's cancel) before it opened the page goes to the crawl's
+frontier, as its queued pages do, for a resume to visit.
+
 In ``extract`` mode the page's data is its text as markdown and its in-scope links.
 """
 
@@ -75,6 +78,9 @@ class Crawls(Feature):
                     spec: CrawlSpec) -> JobResult:
         assert self.crawls is not None
         state = await self._state(run)
+        if result.status is JobStatus.cancelled and (state is None or normalise(state.url, spec.tracking_params) is None):
+            await self.crawls.hold(crawl_id, [run.job_id])  # cancelled before it opened the page: resume visits it
+            return result
         scope, tracking, skips = scope_of(spec), spec.tracking_params, Counter[str]()
         in_scope: list[str] = []
         found: list[FoundURL] = []

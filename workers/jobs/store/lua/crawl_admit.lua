@@ -5,7 +5,10 @@
 -- crawl has budget left (max_pages, its deadline, no cancel), else counted ``skipped:budget``. The
 -- batch's ``total`` grows in the same call, before the job that found the URL finishes, so the batch
 -- (and the crawl) cannot complete while a page it found is still to be visited.
--- KEYS[1] crawl hash, KEYS[2] seen set, KEYS[3] pages hash, KEYS[4] batch hash, KEYS[5] batch jobs list.
+-- A URL found while the crawl is cancelled (a page that was running when the cancel came) is seen
+-- and held in its frontier (KEYS[6]) for ``crawl_resume.lua``, not counted skipped.
+-- KEYS[1] crawl hash, KEYS[2] seen set, KEYS[3] pages hash, KEYS[4] batch hash, KEYS[5] batch jobs list,
+-- KEYS[6] frontier hash.
 -- ARGV[1] now; ARGV[2..] JSON {url, depth, parent, args}: args is job_create's ARGV, or absent for a
 -- URL only marked seen (a page's canonical or final URL). Returns the ids of the jobs created.
 local function create_one(ARGV)
@@ -15,7 +18,8 @@ local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'max_pages', 'deadline', 'queued')
 local b = redis.call('HMGET', KEYS[4], 'cancel_requested', 'finished_at')
 local max_pages, deadline, queued = tonumber(h[1]) or 0, tonumber(h[2]) or 0, tonumber(h[3]) or 0
-local closed = (b[1] == '1') or (b[2] and b[2] ~= '') or (deadline > 0 and now > deadline)
+local cancelled = b[1] == '1'
+local closed = cancelled or (b[2] and b[2] ~= '') or (deadline > 0 and now > deadline)
 local out = {}
 for i = 2, #ARGV do
   local c = cjson.decode(ARGV[i])
@@ -23,6 +27,9 @@ for i = 2, #ARGV do
     redis.call('SADD', KEYS[2], c['url'])
   elseif redis.call('SADD', KEYS[2], c['url']) == 0 then
     redis.call('HINCRBY', KEYS[1], 'skipped:dedup', 1)
+  elseif cancelled and queued < max_pages then  -- kept to resume from
+    redis.call('HSET', KEYS[6], c['url'], cjson.encode({url = c['url'], depth = c['depth'], parent = c['parent'],
+                                                         sitemaps = c['sitemaps']}))
   elseif closed or queued >= max_pages then  -- seen all the same: the budget never grows back
     redis.call('HINCRBY', KEYS[1], 'skipped:budget', 1)
   else

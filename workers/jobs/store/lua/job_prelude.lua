@@ -97,7 +97,7 @@ local function complete_batch(batch, ttl)
   redis.call('ZADD', prefix .. 'jobs:expiring', tonumber(now) + tonumber(ttl), 'batch ' .. batch)
   local crawl = redis.call('HGET', bkey, 'crawl')
   if crawl and crawl ~= '' then  -- a crawl's record and frontier go with its batch's results
-    for _, part in ipairs({'', ':seen', ':pages'}) do redis.call('EXPIRE', prefix .. 'crawl:' .. crawl .. part, ttl) end
+    for _, part in ipairs({'', ':seen', ':pages', ':frontier'}) do redis.call('EXPIRE', prefix .. 'crawl:' .. crawl .. part, ttl) end
   end
   if h[6] and h[6] ~= '' then owe('batch.finished:' .. batch, h[6], 'batch.finished', 'batch', batch) end
   return 1
