@@ -186,16 +186,17 @@ class CrawlStore:
         return [FoundURL(d["url"], int(d["depth"]), d.get("parent") or None, bool(d.get("sitemaps")))
                 for d in map(json.loads, raws)]
 
-    async def resume(self, held: HeldCrawl, crawl_id: str, job: Any) -> Resumed:
+    async def resume(self, held: HeldCrawl, crawl_id: str, job: Any, admission: str | None = None) -> Resumed:
         """Reopen a cancelled crawl and queue its frontier, each URL once (``crawl_resume.lua``);
-        ``job(url) -> PageJob`` as for ``admit``. Publish the jobs it returns."""
+        ``job(url) -> PageJob`` and ``admission`` as for ``admit``. Publish the jobs it returns."""
         raws = await self.redis.hgetall(self.keys.crawl_frontier(crawl_id))
         made: dict[str, Any] = {}
         argv: list[str] = []
         for raw in raws.values():
             entry = json.loads(raw)
             page = job(entry["url"])
-            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=held.batch_id, tenant=held.tenant)
+            args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=held.batch_id, tenant=held.tenant,
+                                         admission=admission)
             made[args[1]] = page.spec
             argv.append(json.dumps({**entry, "args": args}))
         keys = [self.keys.crawl(crawl_id), self.keys.crawl_pages(crawl_id), self.keys.batch(held.batch_id),

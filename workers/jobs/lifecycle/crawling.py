@@ -203,7 +203,8 @@ async def resume_crawl(store: JobStore, crawl_id: str, settings: Settings) -> in
         raise SpecError.at("tenant", f"the crawl's tenant {held.tenant!r} is revoked or deleted")
     pending = len(await crawls.frontier(crawl_id))
     async with admitted(Quotas(crawls.redis, crawls.keys), held.tenant, owner.limits, pending) as admission:
-        done = await crawls.resume(held, crawl_id, page_job(held.spec, crawl_id, settings, owner.ceiling))
+        done = await crawls.resume(held, crawl_id, page_job(held.spec, crawl_id, settings, owner.ceiling),
+                                   admission.token)
         admission.created = len(done.admitted.job_ids)
     if not done.cancelled:
         raise CrawlNotCancelled(f"crawl {crawl_id} is running again (resumed already)")
