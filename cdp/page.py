@@ -163,51 +163,16 @@ class Page:
             self._lifecycle.append(params)
             del self._lifecycle[:-50]
 
-    async def goto(self, url: str, *, wait_until: WaitUntil = "load", timeout: float = 30.0,
-                   load_fallback: float | None = None) -> bool:
-        """Navigate and wait until the page reaches ``wait_until``. With ``load_fallback`` (seconds),
-        a ``load`` that never comes is not waited for to the timeout: once the document is parsed
-        and the network almost idle, ``load_fallback`` seconds more without it end the wait (a page
-        with a subresource that never ends never fires ``load``, in any browser). Returns False
-        when the wait ended that way, True otherwise."""
+    async def goto(self, url: str, *, wait_until: WaitUntil = "load", timeout: float = 30.0) -> None:
+        """Navigate and wait until the page reaches ``wait_until``."""
         self._lifecycle.clear()
         reply = await self.session.send("Page.navigate", {"url": url}, timeout=timeout)
         if reply.get("errorText"):
             raise NavigationError(url, reply["errorText"])
         loader_id = reply.get("loaderId")
         if loader_id is None or wait_until == "commit":
-            return True  # same-document navigation (a #hash) has no new document to wait for
-        if wait_until == "load" and load_fallback is not None:
-            return await self._load_or_settled(loader_id, timeout, load_fallback)
+            return  # same-document navigation (a #hash) has no new document to wait for
         await self.wait_for_lifecycle(_LIFECYCLE[wait_until], loader_id=loader_id, timeout=timeout)
-        return True
-
-    async def _load_or_settled(self, loader_id: str, timeout: float, fallback: float) -> bool:
-        """``load`` (True), or the document parsed and the network almost idle for ``fallback``
-        seconds before it (False); whichever comes first. A failure (a timeout, the tab gone) is load's."""
-        load = asyncio.ensure_future(self.wait_for_lifecycle("load", loader_id=loader_id, timeout=timeout))
-        settled = asyncio.ensure_future(self._settled(loader_id, timeout, fallback))
-        try:
-            await asyncio.wait({load, settled}, return_when=asyncio.FIRST_COMPLETED)
-            if load.done() or not settled.result():
-                await load
-                return True
-            log.info("%s: no load event %.1fs after the document and the network settled; going on", self, fallback)
-            return False
-        finally:
-            load.cancel()
-            settled.cancel()
-
-    async def _settled(self, loader_id: str, timeout: float, fallback: float) -> bool:
-        """DOMContentLoaded and networkAlmostIdle of ``loader_id``, then ``fallback`` seconds; False
-        when either did not come (the load wait then says why)."""
-        try:
-            await self.wait_for_lifecycle("DOMContentLoaded", loader_id=loader_id, timeout=timeout)
-            await self.wait_for_lifecycle("networkAlmostIdle", loader_id=loader_id, timeout=timeout)
-        except CDPException:
-            return False
-        await asyncio.sleep(fallback)
-        return True
 
     async def wait_for_lifecycle(self, name: str, *, loader_id: str | None = None, timeout: float = 30.0) -> None:
         """Wait for a main-frame lifecycle event (``load``, ``networkAlmostIdle``, …)."""

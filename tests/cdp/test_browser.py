@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 
 import pytest
 
@@ -24,7 +22,7 @@ from cdp import (
     find_chrome,
     process_tree,
 )
-from cdp.launcher import merge_feature_switches, tree_resident_bytes
+from cdp.launcher import merge_feature_switches
 from tests.support.procs import chrome_pids
 from tests.support.sockets import listening_pids
 
@@ -83,59 +81,6 @@ async def test_goto_network_idle_waits_for_late_requests(pool, site):
         page = lease.page
         await page.goto(site.url("cdp/slow.html"), wait_until="networkidle")
         assert await page.evaluate("document.images.length") == 1
-
-
-class _NeverEnding(BaseHTTPRequestHandler):
-    """``/``: a page with an image; ``/never.png``: an answer whose body never ends (so the page's
-    load event never fires, as with the saved eBay item page of issue 27)."""
-
-    release = threading.Event()
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-    def do_GET(self) -> None:  # noqa: N802
-        page = self.path == "/"
-        body = b"<!doctype html><title>Never loads</title><p id=text>Readable at once</p><img src=/never.png>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html" if page else "image/png")
-        self.send_header("Content-Length", str(len(body) if page else 100_000))  # an image: 4 bytes of it, ever
-        self.end_headers()
-        self.wfile.write(body if page else b"\x89PNG")
-        if not page:
-            self.wfile.flush()
-            self.release.wait(60)
-
-
-@pytest.fixture
-def never_loads() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _NeverEnding)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    _NeverEnding.release.clear()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        _NeverEnding.release.set()
-        httpd.shutdown()
-        httpd.server_close()
-
-
-async def test_a_page_whose_load_never_fires_is_read_once_parsed_and_quiet_with_a_load_fallback(pool, never_loads):
-    async with pool.lease() as lease:
-        page = lease.page
-        with pytest.raises(CDPTimeout):
-            await page.goto(never_loads, timeout=4)  # no fallback: load is waited for to the timeout
-        assert await page.goto(never_loads, timeout=30, load_fallback=0.5) is False, "went on without load"
-        assert await page.evaluate("document.readyState") == "interactive", "load had not fired"
-        assert await page.evaluate("document.getElementById('text').textContent") == "Readable at once"
-
-
-async def test_a_page_that_loads_is_waited_for_to_its_load_with_a_load_fallback(pool, site):
-    async with pool.lease() as lease:
-        page = lease.page
-        assert await page.goto(site.url("cdp/basic.html"), load_fallback=0.5) is True
-        assert await page.evaluate("document.readyState") == "complete"
 
 
 @pytest.mark.e2e  # launches Chrome

@@ -31,9 +31,6 @@ from workers.jobs.model.result import DialogRecord, DownloadRecord
 log = logging.getLogger("browserd.agent.browser")
 
 NAV_TIMEOUT = 30.0
-# A page whose load event never fires (a subresource that never ends) is read once its document is
-# parsed and the network has been almost idle this long, not held to NAV_TIMEOUT (cdp.Page.goto).
-LOAD_FALLBACK = 2.0
 SETTLE_GRACE = 0.25  # how long an input may take to start a navigation
 SETTLE_TIMEOUT = 15.0
 DOWNLOAD_START = 2.0  # how long after an aborted navigation a download may take to be announced
@@ -180,8 +177,7 @@ class AgentBrowser:
         self.invalidate(page)
         since = len(self.lease.downloads.items)
         try:
-            await self.cancel.run(page.goto(url, wait_until="load", timeout=NAV_TIMEOUT, load_fallback=LOAD_FALLBACK),
-                                  "while navigating")
+            await self.cancel.run(page.goto(url, wait_until="load", timeout=NAV_TIMEOUT), "while navigating")
         except cdp.NavigationError as exc:
             self._raise_if_proxy_failed()
             self._raise_if_refused(url)
