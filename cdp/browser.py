@@ -17,7 +17,7 @@ from typing import Any
 from cdp.confinement import ChromeUser, Confinement
 from cdp.connection import Connection
 from cdp.errors import BrowserGone, CDPException, CDPTimeout, ChromeLaunchError
-from cdp.launcher import ChromeProcess, Debugging, launch_chrome, tree_memory_bytes, tree_resident_bytes
+from cdp.launcher import ChromeProcess, Debugging, launch_chrome, tree_memory_bytes
 from cdp.page import Page
 from config.tasks import cancel_and_wait
 
@@ -113,15 +113,6 @@ class Browser:
     def memory_bytes(self) -> int | None:
         """Memory (PSS) of the whole process tree; None for a browser we did not launch."""
         return tree_memory_bytes(self.process.pid) if self.process else None
-
-    def uses_more_than(self, limit: int) -> bool:
-        """Whether the process tree's PSS passes ``limit`` bytes (False for a browser we did not
-        launch). Its RSS sum, cheap to read, is never below it: PSS, which costs the kernel a walk of
-        each process's page tables (a tenth of a worker's samples when it was read every few seconds
-        under a batch), is read only when RSS passes the limit."""
-        if self.process is None or tree_resident_bytes(self.process.pid) <= limit:
-            return False
-        return tree_memory_bytes(self.process.pid) > limit
 
     def pages_in(self, context_id: str) -> list[dict[str, Any]]:
         """Target infos of the page targets (tabs) in one browser context, oldest first."""

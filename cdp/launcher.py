@@ -335,21 +335,6 @@ def chrome_pids(marker: str) -> set[int]:
     return found
 
 
-def tree_resident_bytes(root_pid: int) -> int:
-    """Resident set size of a process and its descendants, summed: pages they share count once per
-    process, so never less than their PSS; read from ``statm``, without the page-table walk that
-    reading PSS (``smaps_rollup``) costs the kernel for each process."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
-    for pid in process_tree(root_pid):
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as fh:
-                total += int(fh.read().split()[1]) * page
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
 def tree_memory_bytes(root_pid: int) -> int:
     """Proportional set size of a process and its descendants.
 

@@ -3,9 +3,7 @@
 Each browser keeps a few contexts with a blank page ready, so a lease costs a queue pop, not a
 renderer start. Browsers are recycled gracefully after ``max_leases`` or when their process tree
 grows past ``max_memory_mb``: they stop taking leases, a replacement starts at once, and they are
-closed when their last lease ends. A recycle by lease count is foreseen: the replacement starts
-``prewarm_margin`` leases early and the old browser stops taking leases once it is ready with its
-warm contexts, so a batch never waits for a cold start in the middle. A browser that dies is noticed by its connection's close
+closed when their last lease ends. A browser that dies is noticed by its connection's close
 callback (not by polling), removed and replaced; its leases fail with ``BrowserGone``.
 """
 
@@ -41,7 +39,6 @@ log = logging.getLogger("browserd.pool")
 SlotState = Literal["starting", "ready", "draining"]
 BUSY_SHARE = 0.5  # a renderer that used at least this share of a CPU between two looks is running script
 GROWING = 4 * 1024 * 1024  # ... or whose resident size grew by this much
-PREWARM_WAIT = 10.0  # how long a browser started early waits for its warm contexts before taking over
 
 
 class PoolEventKind(StrEnum):
@@ -148,7 +145,6 @@ class _Slot:
         self.renderers: _RendererSample | None = None  # last look at the renderer processes
         self.network_watch: NetworkServiceWatch | None = None
         self.network_lost = False  # its network service died (cdp.netwatch)
-        self.successor: _Slot | None = None  # the browser started early to replace this one (max_leases)
 
 
 class BrowserPool:
@@ -397,27 +393,7 @@ class BrowserPool:
         slot.wake.set()
         if slot.served >= self.config.max_leases and slot.state == "ready":
             self._drain(slot, RecycleReason.max_leases)
-        elif slot.successor is None and slot.state == "ready" and 0 < self._prewarm_at() <= slot.served:
-            slot.successor = self._new_slot(slot.endpoint)
-            self._spawn(self._succeed(slot, slot.successor), "pool-prewarm")
         return lease
-
-    def _prewarm_at(self) -> int:
-        """After how many leases a browser's replacement starts: ``max_leases`` less a margin of its
-        warm contexts or a tenth of ``max_leases``, whichever is more (0: too few leases to foresee)."""
-        cfg = self.config
-        return max(0, cfg.max_leases - max(cfg.warm, cfg.max_leases // 10, 1))
-
-    async def _succeed(self, old: _Slot, new: _Slot) -> None:
-        """Start ``old``'s replacement; once it is ready and has its warm contexts (within
-        ``PREWARM_WAIT``), ``old`` takes no more leases (if it has not reached ``max_leases`` already)."""
-        await self._boot_with_retry(new)
-        deadline = time.monotonic() + PREWARM_WAIT
-        while (new.state == "ready" and len(new.warm) < min(1, self.config.warm)
-               and time.monotonic() < deadline and not self._closed):
-            await asyncio.sleep(0.05)
-        if old.state == "ready":
-            self._drain(old, RecycleReason.max_leases)
 
     async def _open_context(self, browser: Browser) -> tuple[str, Page]:
         gate = await self.egress.open_gate() if self.egress is not None else None
@@ -502,8 +478,7 @@ class BrowserPool:
         self._emit(PoolEvent(PoolEventKind.recycle, reason=reason))
         log.info("recycling browser %s (%s)", slot.index, reason)
         slot.wake.set()
-        if slot.successor is None:  # else its replacement is starting (or ready) already
-            self._replace(slot)
+        self._replace(slot)
         if not slot.active:
             self._spawn(self._retire(slot), "pool-retire")
 
@@ -553,7 +528,7 @@ class BrowserPool:
         if slot in self._slots:
             self._slots.remove(slot)
         slot.wake.set()
-        if not was_draining and slot.successor is None:
+        if not was_draining:
             self._replace(slot)
         self._spawn(self._close_browser(slot), "pool-close-dead")
 
@@ -584,7 +559,8 @@ class BrowserPool:
         while not self._closed:
             await asyncio.sleep(self.config.health_interval)
             for slot in [s for s in self._slots if s.state == "ready" and s.browser]:
-                if await asyncio.to_thread(slot.browser.uses_more_than, limit):  # type: ignore[union-attr]
+                used = await asyncio.to_thread(slot.browser.memory_bytes)  # type: ignore[union-attr]
+                if used is not None and used > limit:
                     self._drain(slot, RecycleReason.memory)
 
     # --- per-context memory ----------------------------------------------------------------

@@ -9,7 +9,6 @@ import time
 import pytest
 
 from cdp import BrowserGone, BrowserPool, PoolClosed, PoolConfig, TargetCrashed
-from cdp.pool import PoolEventKind
 from tests.support.procs import chrome_pids, open_fds
 
 pytestmark = pytest.mark.e2e  # every test starts a pool of its own
@@ -125,29 +124,6 @@ async def test_browser_is_recycled_after_max_leases(site):
         while first_pid in chrome_pids() and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         assert first_pid not in chrome_pids(), "the drained browser is closed once its last lease ends"
-
-
-async def test_the_replacement_of_a_browser_at_max_leases_is_started_early_and_ready_when_it_takes_over(site):
-    """A recycle by lease count is foreseen: the replacement starts a margin of leases early, and
-    the old browser stops taking leases only once the new one is ready with a warm context."""
-    async with BrowserPool(PoolConfig(browsers=1, warm=1, max_leases=10)) as pool:  # replaced from lease 9
-        first_pid = pool.browser_pids()[0]
-        at_recycle: list[dict[str, int]] = []
-        pool.add_listener(lambda e: e.kind == PoolEventKind.recycle and at_recycle.append(pool.stats().browsers))
-        for _ in range(9):
-            async with pool.lease(timeout=30) as lease:
-                await lease.page.goto(site.url("cdp/basic.html"))
-        deadline = time.monotonic() + 30
-        while not at_recycle and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        assert pool.stats().recycles == {"max_leases": 1}
-        assert at_recycle == [{"starting": 0, "ready": 1, "draining": 1}], \
-            "the new browser was ready before the old one stopped taking leases"
-        async with pool.lease(timeout=30) as lease:
-            assert lease.browser.pid != first_pid
-        while first_pid in pool.browser_pids() and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        assert len(pool.browser_pids()) == 1, "one replacement, not two"
 
 
 async def test_browser_over_memory_limit_is_recycled():
