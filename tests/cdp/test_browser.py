@@ -83,21 +83,6 @@ async def test_goto_network_idle_waits_for_late_requests(pool, site):
         assert await page.evaluate("document.images.length") == 1
 
 
-@pytest.mark.e2e  # launches Chrome
-async def test_a_browser_passes_a_memory_limit_by_its_pss_not_its_rss_sum():
-    browser = await Browser.launch()
-    try:
-        pss = browser.memory_bytes()
-        assert pss is not None and pss > 0
-        rss = tree_resident_bytes(browser.process.pid)  # type: ignore[union-attr]
-        assert rss >= pss, "shared pages count once per process in the RSS sum"
-        assert browser.uses_more_than(pss // 2) and not browser.uses_more_than(rss * 2)
-        if rss - pss > 128 * 2**20:  # Chrome's processes share their code: the RSS sum is far above PSS
-            assert not browser.uses_more_than((pss + rss) // 2), "a limit between the two: PSS decides"
-    finally:
-        await browser.close()
-
-
 async def test_numbers_past_64_bits_from_a_page_are_read(pool):
     """The read loop parses with orjson; Chrome writes ``1e20`` as an integer past 64 bits, and a
     page's numbers must read as the doubles they are, the connection going on."""
