@@ -13,44 +13,48 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 from daemon.cli.output import api_command, client, summary
+from daemon.client import Client
+from workers.jobs.model.record import JobRecord
+
+
+@dataclass(frozen=True)
+class Steer:
+    """One steering command: its name, its help, the client call it makes and what it prints after."""
+
+    command: str
+    help: str
+    call: Callable[[Client, str], JobRecord]
+    note: str
+
+
+STEERS = (
+    Steer("pause", "pause a running job before its next step (it keeps its browser)", Client.pause,
+          "paused: it stops before its next step"),
+    Steer("resume", "resume a paused job", Client.resume, "resumed"),
+    Steer("hand-back", "hand a job waiting for a human (request_human) back to its agent", Client.hand_back,
+          "handed back: its agent goes on"),
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pause", help="pause a running job before its next step (it keeps its browser)")
-    p.add_argument("job_id")
-    p.set_defaults(handler=pause)
-    p = sub.add_parser("resume", help="resume a paused job")
-    p.add_argument("job_id")
-    p.set_defaults(handler=resume)
-    p = sub.add_parser("hand-back", help="hand a job waiting for a human (request_human) back to its agent")
-    p.add_argument("job_id")
-    p.set_defaults(handler=hand_back)
+    for steer in STEERS:
+        p = sub.add_parser(steer.command, help=steer.help)
+        p.add_argument("job_id")
+        p.set_defaults(handler=api_command(partial(_steer, steer)))
     p = sub.add_parser("input", help="push a value (an SMS or e-mail code) to a running job; read from stdin")
     p.add_argument("job_id")
     p.add_argument("name", help="the placeholder's name: the agent types it as <secret>NAME</secret>")
     p.set_defaults(handler=send_input)
 
 
-@api_command
-def pause(args: argparse.Namespace) -> int:
-    job = client().pause(args.job_id).model_dump(mode="json")
-    print(summary(job) + "  (paused: it stops before its next step)")
-    return 0
-
-
-@api_command
-def resume(args: argparse.Namespace) -> int:
-    job = client().resume(args.job_id).model_dump(mode="json")
-    print(summary(job) + "  (resumed)")
-    return 0
-
-
-@api_command
-def hand_back(args: argparse.Namespace) -> int:
-    job = client().hand_back(args.job_id).model_dump(mode="json")
-    print(summary(job) + "  (handed back: its agent goes on)")
+def _steer(steer: Steer, args: argparse.Namespace) -> int:
+    job = steer.call(client(), args.job_id).model_dump(mode="json")
+    print(f"{summary(job)}  ({steer.note})")
     return 0
 
 
