@@ -114,8 +114,9 @@ def closed_network(address: IPAddress, kind: str) -> str:
     plain = unmapped(address)
     single = f"{plain}/{plain.max_prefixlen}"
     return (f"address {address} is {kind}, a private network the job has not opened; open it with "
-            f"--allow-network {single} (job field allowed_networks), or for every job with the operator's "
-            "BROWSERD_ALLOWED_NETWORKS")
+            f"--allow-network {single} (job field allowed_networks), within what the operator allows: "
+            "BROWSERD_ALLOWED_NETWORKS, opened for every job of the operator's own, and a tenant's allowed_networks "
+            "for its jobs")
 
 
 @dataclass(frozen=True)

@@ -73,10 +73,9 @@ SPEC_FIELDS = ("task", "script", "start_url", "output_schema", "timeout", "label
 """The tools' arguments that are ``JobSpec`` fields as they are (``max_steps`` goes in its options)."""
 
 
-class RunTaskArgs(BaseModel):
-    """``run_task``'s arguments: an agent task, what it may use, and how long to wait for it."""
+class JobFields(BaseModel):
+    """What a job may use, the fields ``run_task`` and ``submit_job`` share (after their task)."""
 
-    task: Task
     start_url: StartUrl = None
     output_schema: Schema = None
     max_steps: MaxSteps = None
@@ -89,28 +88,22 @@ class RunTaskArgs(BaseModel):
     totp: Totp = None
     input_files: InputFiles = None
     proxy_pool: ProxyPool = None
+
+
+class RunTaskArgs(JobFields):
+    """``run_task``'s arguments: an agent task, what it may use, and how long to wait for it."""
+
+    task: Task
     wait_seconds: WaitSeconds = DEFAULT_WAIT
 
 
-class SubmitJobArgs(BaseModel):
+class SubmitJobArgs(JobFields):
     """``submit_job``'s arguments: an agent task or a script, what it may use, its priority."""
 
     task: Annotated[str | None, Field(description="An agent task (or give script).")] = None
     script: Annotated[list[dict[str, Any]] | None, Field(description=(
         'Actions to run with no LLM, e.g. [{"go_to_url": {"url": "https://example.com/"}}, '
         '{"extract_fields": {"fields": {"title": "h1"}}}].'))] = None
-    start_url: StartUrl = None
-    output_schema: Schema = None
-    max_steps: MaxSteps = None
-    timeout: Timeout = None
-    labels: Labels = None
-    allowed_domains: Domains = None
-    denied_domains: Denied = None
-    allowed_networks: Networks = None
-    secrets: Secrets = None
-    totp: Totp = None
-    input_files: InputFiles = None
-    proxy_pool: ProxyPool = None
     priority: Priority = None
 
 

@@ -85,8 +85,9 @@ def test_a_closed_network_says_it_was_blocked_and_how_to_open_it(site):
     assert closed.returncode == 1 and "ERR_" not in closed.stderr
     assert closed.stderr.strip() == (
         f"browserd inspect: blocked: {site.url('/dom/modal.html')}: address 127.0.0.1 is loopback, a private network "
-        "the job has not opened; open it with --allow-network 127.0.0.1/32 (job field allowed_networks), or for "
-        "every job with the operator's BROWSERD_ALLOWED_NETWORKS")
+        "the job has not opened; open it with --allow-network 127.0.0.1/32 (job field allowed_networks), within what "
+        "the operator allows: BROWSERD_ALLOWED_NETWORKS, opened for every job of the operator's own, and a tenant's "
+        "allowed_networks for its jobs")
     opened = browserd(site.url("/dom/modal.html"), "--allow-network", "127.0.0.1/32", BROWSERD_ALLOWED_NETWORKS="")
     assert opened.returncode == 0 and "[1]<button>Accept />" in opened.stdout, opened.stderr
     denied = browserd(site.url("/dom/modal.html"), "--deny", "127.0.0.1")

@@ -1,7 +1,8 @@
 """Takeover: an operator's mouse, wheel and keyboard, from the console to the job's tab.
 
 Around each run (``during``) a poller looks every ``POLL_SECONDS`` whether someone controls the job
-(``workers.jobs.takeover``). While someone does, it listens on the job's ``control`` channel and
+(``workers.jobs.takeover``), but only while the job is paused (taking control pauses it first, and
+the worker's ticker reads the pause flag): a running job costs Redis nothing here. While someone does, it listens on the job's ``control`` channel and
 replays each event on the job's current tab with CDP ``Input.dispatchMouseEvent`` /
 ``dispatchKeyEvent`` (the agent is paused meanwhile: taking control pauses the job). When control
 ends, the job's events record who held it and for how long, and the agent is told, before its next
@@ -63,6 +64,9 @@ class Takeover:
 
     async def _run(self) -> None:
         while not self._stopping:
+            if not self.run.paused and self.held is None:  # nobody can hold an unpaused job's browser
+                await asyncio.sleep(POLL_SECONDS)
+                continue
             try:
                 held = await holder(self.store, self.run.job_id)
                 if held is not None and self.held is None:
