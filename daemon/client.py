@@ -272,8 +272,9 @@ class Calls:
         return Call("POST" if action else "GET", path, answer=CrawlRecord)
 
     @staticmethod
-    def crawl_results(crawl_id: str) -> Call:
-        return Call("GET", f"/v1/crawls/{_q(crawl_id)}/results", timeout=STREAM_READ_TIMEOUT)
+    def crawl_results(crawl_id: str, offset: int = 0, limit: int | None = None) -> Call:
+        return Call("GET", f"/v1/crawls/{_q(crawl_id)}/results", params={"offset": offset or None, "limit": limit},
+                    timeout=STREAM_READ_TIMEOUT)
 
     @staticmethod
     def schedules() -> Call:
@@ -731,9 +732,9 @@ class Client:
         """Resume a cancelled crawl from where it stopped (a completed one: 409)."""
         return self._call(Calls.crawl(crawl_id, "resume"))
 
-    def crawl_results(self, crawl_id: str) -> Iterator[CrawlLine]:
-        """One line per page queued, in the order they were queued."""
-        response = self._send(Calls.crawl_results(crawl_id), stream=True)
+    def crawl_results(self, crawl_id: str, *, offset: int = 0, limit: int | None = None) -> Iterator[CrawlLine]:
+        """One line per page queued, in the order they were queued (``limit`` of them after ``offset``)."""
+        response = self._send(Calls.crawl_results(crawl_id, offset, limit), stream=True)
         try:
             yield from (CrawlLine.model_validate_json(line) for line in response.iter_lines() if line)
         finally:
@@ -1070,8 +1071,9 @@ class AsyncClient:
     async def resume_crawl(self, crawl_id: str) -> CrawlRecord:
         return await self._call(Calls.crawl(crawl_id, "resume"))
 
-    async def crawl_results(self, crawl_id: str) -> AsyncIterator[CrawlLine]:
-        response = await self._send(Calls.crawl_results(crawl_id), stream=True)
+    async def crawl_results(self, crawl_id: str, *, offset: int = 0, limit: int | None = None
+                            ) -> AsyncIterator[CrawlLine]:
+        response = await self._send(Calls.crawl_results(crawl_id, offset, limit), stream=True)
         try:
             async for line in response.aiter_lines():
                 if line:

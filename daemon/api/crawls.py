@@ -93,9 +93,13 @@ async def resume_crawl(crawl_id: str, request: Request, store: Store, who: Calle
             responses={200: {"content": {"application/x-ndjson": {}},
                              "description": "One JSON object per page: url, depth, parent, status, data, "
                              "final_answer, error, category."}})
-async def crawl_results(crawl_id: str, request: Request, store: Store, who: Caller) -> StreamingResponse:
-    """Every page queued so far as JSON lines, in the order they were queued (unfinished ones show their state)."""
+async def crawl_results(crawl_id: str, request: Request, store: Store, who: Caller,
+                        offset: Annotated[int, Query(ge=0, description="Lines to skip.")] = 0,
+                        limit: Annotated[int | None, Query(ge=1, description="Lines at most (default: all).")] = None,
+                        ) -> StreamingResponse:
+    """Every page queued so far as JSON lines, in the order they were queued (unfinished ones show their
+    state); ``offset`` and ``limit`` read one window of them (the crawl's ``queued`` counts them all)."""
     crawls = CrawlStore(store)
     record = await _get(crawls, crawl_id, who)
-    lines = crawls.results(crawl_id, record.batch_id, request.app.state.artifacts)
+    lines = crawls.results(crawl_id, record.batch_id, request.app.state.artifacts, offset, limit)
     return StreamingResponse(ndjson(lines), media_type="application/x-ndjson")

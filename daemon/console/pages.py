@@ -50,7 +50,7 @@ from workers.jobs.artifacts.names import (
 from workers.jobs.artifacts.store import ArtifactStore, JobArtifacts
 from workers.jobs.batches.models import BatchRecord
 from workers.jobs.batches.store import BatchStore
-from workers.jobs.crawls.models import CrawlLine, CrawlRecord
+from workers.jobs.crawls.models import CrawlRecord
 from workers.jobs.crawls.store import CrawlStore
 from workers.jobs.ids import is_id
 from workers.jobs.lifecycle.cancelling import cancel_batch, cancel_job
@@ -471,16 +471,9 @@ async def crawl_page(request: Request, crawl_id: str, session: Viewer, offset: i
     crawl = await _crawl(request, crawl_id, session.who)
     if offset < 0:
         raise BadFilter(f"The offset {offset} is negative: results lines are counted from 0.")
-    lines: list[CrawlLine] = []
     crawls = CrawlStore(store_of(request))
-    async with aclosing(crawls.results(crawl_id, crawl.batch_id, _store(request))) as found:
-        index = 0
-        async for line in found:
-            if index >= offset + CRAWL_LINES:
-                break
-            if index >= offset:
-                lines.append(line)
-            index += 1
+    async with aclosing(crawls.results(crawl_id, crawl.batch_id, _store(request), offset, CRAWL_LINES)) as found:
+        lines = [line async for line in found]
     pages = {"offset": offset, "previous": max(offset - CRAWL_LINES, 0) if offset else None,
              "next": offset + CRAWL_LINES if offset + CRAWL_LINES < crawl.queued else None}
     return render(request, "crawl.html", {"crawl": crawl, "lines": lines, "pages": pages,

@@ -93,8 +93,8 @@ class Api:
     async def resume_crawl(self, crawl_id: str) -> dict[str, Any]:
         return _plain(await self.client.resume_crawl(crawl_id))
 
-    async def crawl_results(self, crawl_id: str) -> list[dict[str, Any]]:
-        return [_plain(line) async for line in self.client.crawl_results(crawl_id)]
+    async def crawl_results(self, crawl_id: str, offset: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        return [_plain(line) async for line in self.client.crawl_results(crawl_id, offset=offset, limit=limit)]
 
     # --- interactive sessions ----------------------------------------------------------------
 

@@ -76,11 +76,11 @@ def register(server: MCPServer, api: Api) -> None:
                             ) -> dict[str, Any]:
         """One line per page visited so far (URL, depth, parent, status, data, final answer, error), in the
         order pages were queued; page through them with offset and limit."""
-        await api_call(api.crawl(crawl_id))  # an unknown crawl is the API's 404, named
-        lines = await api_call(api.crawl_results(crawl_id))
-        shown = lines[offset:offset + limit]
-        return {"lines": shown, "total": len(lines), "next_offset": offset + len(shown)
-                if offset + len(shown) < len(lines) else None}
+        crawl = await api_call(api.crawl(crawl_id))  # an unknown crawl is the API's 404, named
+        shown = await api_call(api.crawl_results(crawl_id, offset, limit))
+        total = crawl["queued"]  # one line per page queued
+        return {"lines": shown, "total": total, "next_offset": offset + len(shown)
+                if offset + len(shown) < total else None}
 
     @server.tool(annotations=ToolAnnotations(title="Cancel a crawl", destructiveHint=True, idempotentHint=True))
     async def cancel_crawl(crawl_id: CrawlId) -> dict[str, Any]:

@@ -109,4 +109,12 @@ def test_the_cli_and_the_clients_resume_a_crawl(deploy: Stack) -> None:
 
             with pytest.raises(Exception, match="409"):
                 asyncio.run(in_asyncio())
+            # the lines of a resumed crawl read a window at a time: the same lines (a resumed page once)
+            whole = [line.job_id for line in api.crawl_results(started.id)]
+            assert len(whole) == final["queued"] == 12
+            for offset, limit in ((0, 5), (5, 5), (10, 5), (3, 1), (12, 4)):
+                window = [line.job_id for line in api.crawl_results(started.id, offset=offset, limit=limit)]
+                assert window == whole[offset:offset + limit], (offset, limit)
+            refused = deploy.call("GET", f"/v1/crawls/{started.id}/results?offset=-1")
+            assert refused[0] == 422 and "offset" in json.dumps(refused[1]), refused
         assert [url for url, n in site.visits.items() if n > 1] == [] and len(site.visits) == 12

@@ -250,12 +250,22 @@ class BatchStore:
         With ``artifacts``, a result too large for its record is read back from the store."""
         job_ids = await self.job_ids(batch_id)
         for start in range(0, len(job_ids), READ_CHUNK):
-            chunk = job_ids[start:start + READ_CHUNK]
-            for job_id, end in zip(chunk, await self.jobs.ends(chunk, with_result=True)):
-                line = result_line(job_id, end)
-                if artifacts is not None and line.result_artifact is not None:
-                    line = await _inlined(line, artifacts, line.result_artifact)
+            for line in await self.lines(job_ids[start:start + READ_CHUNK], artifacts):
                 yield line
+
+    async def lines(self, job_ids: list[str], artifacts: ArtifactStore | None = None) -> list[ResultLine]:
+        """The results lines of these jobs (of one batch), in this order: one round trip for their ends."""
+        found = []
+        for job_id, end in zip(job_ids, await self.jobs.ends(job_ids, with_result=True)):
+            line = result_line(job_id, end)
+            if artifacts is not None and line.result_artifact is not None:
+                line = await _inlined(line, artifacts, line.result_artifact)
+            found.append(line)
+        return found
+
+    async def job_ids_from(self, batch_id: str, start: int, count: int) -> list[str]:
+        """``count`` of the batch's job ids from position ``start`` (in submission order)."""
+        return await self.redis.lrange(self.keys.batch_jobs(batch_id), start, start + count - 1)
 
     async def recent(self, limit: int = 50, before: float | None = None, tenant: str | None = None) -> list[BatchRecord]:
         """Batches newest first, created before ``before`` (epoch seconds) when given; ``tenant``:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 MAX_SITEMAP_ERRORS = 20  # sitemap errors kept in the record
 READ_CHUNK = 200  # crawl ids read from the index per round trip when listing
+RESULTS_CHUNK = 500  # a crawl's pages read per round trip when its results lines are read
 
 
 @dataclass(frozen=True)
@@ -292,19 +293,32 @@ class CrawlStore:
             rows = await pipe.execute()
         return [False if not row[0] else (row[1] or None) for row in rows]
 
-    async def results(self, crawl_id: str, batch_id: str,
-                      artifacts: ArtifactStore | None = None) -> AsyncIterator[CrawlLine]:
-        """One line per page, in the order pages were queued."""
-        pages = await self.redis.hgetall(self.keys.crawl_pages(crawl_id))
-        async for line in self.batches.results(batch_id, artifacts):
-            page = json.loads(pages.get(line.id) or "{}")
-            if page.get("resumed_as"):  # cancelled before it ran, queued again by a resume: that job's line says
-                continue
-            yield CrawlLine(url=page.get("url", ""), depth=int(page.get("depth") or 0), parent=page.get("parent"),
-                            job_id=line.id, status=line.status, final_url=page.get("final_url"),
-                            canonical=page.get("canonical"), links=page.get("links"), data=line.data,
-                            final_answer=line.final_answer, error=line.error, category=line.category,
-                            reused_from=line.reused_from)
+    async def results(self, crawl_id: str, batch_id: str, artifacts: ArtifactStore | None = None,
+                      offset: int = 0, limit: int | None = None) -> AsyncIterator[CrawlLine]:
+        """One line per page, in the order pages were queued: ``limit`` lines (None: all) after the
+        first ``offset``. The batch's job ids and their pages are read a chunk at a time (a crawl of
+        100,000 pages is never read whole), and job records only for the lines returned."""
+        start, skip, left = 0, offset, limit
+        while left is None or left > 0:
+            job_ids = await self.batches.job_ids_from(batch_id, start, RESULTS_CHUNK)
+            if not job_ids:
+                return
+            start += len(job_ids)
+            raws = await self.redis.hmget(self.keys.crawl_pages(crawl_id), job_ids)
+            pages = {job_id: json.loads(raw or "{}") for job_id, raw in zip(job_ids, raws)}
+            # a page cancelled before it ran and queued again by a resume: that job's line says
+            shown = [job_id for job_id in job_ids if not pages[job_id].get("resumed_as")]
+            passed, shown = shown[:skip], shown[skip:]
+            skip -= len(passed)
+            if left is not None:
+                shown, left = shown[:left], left - min(left, len(shown))
+            for line in await self.batches.lines(shown, artifacts) if shown else []:
+                page = pages[line.id]
+                yield CrawlLine(url=page.get("url", ""), depth=int(page.get("depth") or 0), parent=page.get("parent"),
+                                job_id=line.id, status=line.status, final_url=page.get("final_url"),
+                                canonical=page.get("canonical"), links=page.get("links"), data=line.data,
+                                final_answer=line.final_answer, error=line.error, category=line.category,
+                                reused_from=line.reused_from)
 
     async def of_batches(self, batch_ids: list[str]) -> list[str | None]:
         """The crawl whose pages each batch holds (None: a plain batch): a crawl schedule's runs are
