@@ -19,6 +19,7 @@ from tests.batches.helpers import results, wait_completed
 from tests.batches.test_cli import browserd
 from tests.queue.stack import TOKEN, Stack, stack, wait_until
 from tests.support.crawl_site import CrawlSite
+from tests.support.webhook_sink import Sink, sink  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
 
@@ -27,15 +28,15 @@ MAX_DEPTH = 3
 
 @pytest.fixture(scope="module")
 def deploy() -> Iterator[Stack]:
-    with stack(metrics_port=0) as s:
+    with stack(metrics_port=0, webhook_allowed_networks="127.0.0.1/32") as s:  # the receiver is on 127.0.0.1
         s.start_worker(concurrency=2)
         yield s
 
 
-def test_a_crawl_cancelled_mid_way_and_resumed_visits_every_page_once(deploy: Stack) -> None:
+def test_a_crawl_cancelled_mid_way_and_resumed_visits_every_page_once(deploy: Stack, sink: Sink) -> None:
     with CrawlSite(sections=3, items=5, orphans=4, hold=0.6, hostile=True) as site:
         status, record = deploy.call("POST", "/v1/crawls", {"start_urls": [site.url("/")], "max_depth": MAX_DEPTH,
-                                                            "max_pages": 1000})
+                                                            "max_pages": 1000, "webhook_url": sink.url})
         assert status == 201, record
         cid = record["id"]
 
@@ -72,6 +73,12 @@ def test_a_crawl_cancelled_mid_way_and_resumed_visits_every_page_once(deploy: St
         assert final["queued"] == len(lines) and final["resumed"] == resumed["resumed"] > 0
         assert final["visited"] + final["counts"]["cancelled"] == final["queued"] and final["frontier"] == 0
         assert final["skipped"]["budget"] == 0
+        # its end webhook once at the cancel and once more at its true end (not taken for the first's repeat)
+        wait_until(lambda: len(sink.events("batch.finished")) == 2, 60, "the resumed crawl's batch.finished")
+        first, second = (body["batch"] for body in sink.events("batch.finished"))
+        assert first["id"] == second["id"] == final["batch_id"] and first["cancel_requested"], first
+        assert second["state"] == "completed" and not second["cancel_requested"], second
+        assert second["counts"] == final["counts"] and first["counts"] != second["counts"]
         for part in ("", ":seen", ":pages"):  # expires with the batch's results once more
             assert deploy.redis.ttl(f"browserd:crawl:{cid}{part}") > 0
 

@@ -5,9 +5,7 @@ lists exactly the planted changes, and ``items.changed`` is POSTed for the run t
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,35 +14,9 @@ from tests.batches.helpers import wait_completed
 from tests.batches.test_cli import browserd
 from tests.queue.stack import Stack, stack, wait_until
 from tests.support.crawl_site import CrawlSite
-from workers.webhooks import EVENT_HEADER
+from tests.support.webhook_sink import Sink, sink  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
-
-
-class Sink:
-    """A webhook receiver answering 200, keeping each (event, body)."""
-
-    def __init__(self) -> None:
-        self.posts: list[tuple[str, dict[str, Any]]] = []
-        sink = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                sink.posts.append((self.headers[EVENT_HEADER], body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def events(self, event: str) -> list[dict[str, Any]]:
-        return [body for name, body in list(self.posts) if name == event]
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +24,6 @@ def crawler() -> Iterator[Stack]:
     with stack(webhook_allowed_networks="127.0.0.1/32") as s:  # the receiver is on 127.0.0.1
         s.start_worker(concurrency=4)
         yield s
-
-
-@pytest.fixture
-def sink() -> Iterator[Sink]:
-    sink = Sink()
-    try:
-        yield sink
-    finally:
-        sink.httpd.shutdown()
-        sink.httpd.server_close()
 
 
 def changes(s: Stack, schedule_id: str) -> list[dict[str, Any]]:

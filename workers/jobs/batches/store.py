@@ -207,11 +207,15 @@ class BatchStore:
         args = [self.keys.prefix, batch_id, repr(datetime.now(UTC).timestamp()), self.jobs.result_ttl]
         return bool(await self._complete(keys=[], args=args))
 
-    async def claim_completion_count(self, batch_id: str) -> bool:
-        """True for the one caller that may count this batch's completion in the metrics: the batch
-        is finished and nobody claimed the count before (``HSETNX counted``)."""
+    async def claim_completion_count(self, batch_id: str) -> int:
+        """For the one caller that may count this batch's completion in the metrics (the batch is
+        finished and nobody claimed the count before: ``HSETNX counted``), which finish it is (1; a
+        crawl's batch resumed after its cancel finishes again: 2, ...); 0 for everyone else."""
         key = self.keys.batch(batch_id)
-        return bool(await self.redis.hget(key, "finished_at") and await self.redis.hsetnx(key, "counted", "1"))
+        finished, finishes = await self.redis.hmget(key, ["finished_at", "finishes"])
+        if not finished or not await self.redis.hsetnx(key, "counted", "1"):
+            return 0
+        return int(finishes or 1)
 
     async def abandoned(self, created_from: float, created_to: float) -> dict[str, int]:
         """Batches created in that window whose submitter never marked them submitted and that did not

@@ -17,7 +17,7 @@ from workers.jobs.model.result import JobResult
 from workers.jobs.schedules.change_store import ChangeFeed
 from workers.jobs.store.codec import JobEnd
 from workers.jobs.store.jobs import JobStore
-from workers.jobs.webhooks.outbox import Outbox
+from workers.jobs.webhooks.outbox import Outbox, batch_delivery
 
 log = logging.getLogger("browserd.finishing")
 
@@ -52,7 +52,7 @@ class Finisher:
         """After cancelling a batch: the webhooks its jobs' transitions owe, and the batch's."""
         await self.batch_counted(batch_id)
         try:
-            await self.outbox.run([f"job.finished:{j}" for j in job_ids] + [f"batch.finished:{batch_id}"])
+            await self.outbox.run([f"job.finished:{j}" for j in job_ids] + [batch_delivery(batch_id)])
         except Exception as exc:
             log.warning("webhooks of batch %s left in the outbox: %s: %s", batch_id, type(exc).__name__, exc)
 
@@ -61,13 +61,22 @@ class Finisher:
         completed it, and the first process to see that claims the count (``HSETNX counted``); that
         process also records a scheduled run's changes."""
         try:
-            if not await BatchStore(self.store).claim_completion_count(batch_id):
+            finish = await BatchStore(self.store).claim_completion_count(batch_id)
+            if not finish:
                 return
             metrics.observe_batch_completed()
         except Exception:
             log.exception("completion of batch %s not counted", batch_id)
             return
+        if finish > 1:  # a resumed crawl finished again: its webhook's delivery is not the one callers name
+            await self.settle_batch(batch_id, finish)
         await self.changes(batch_id)
+
+    async def settle_batch(self, batch_id: str, finish: int) -> None:
+        try:
+            await self.outbox.run([batch_delivery(batch_id, finish)])
+        except Exception as exc:  # the reconciler publishes it later
+            log.warning("webhook of batch %s left in the outbox: %s: %s", batch_id, type(exc).__name__, exc)
 
     async def changes(self, batch_id: str) -> None:
         """A schedule's run completed: compare it with the previous run (the change feed), and send

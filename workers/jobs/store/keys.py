@@ -102,7 +102,8 @@ key                             type       holds
                                            ``job {id} {state} [schedule={id} ]{labels JSON}`` or ``batch {id}``, score
                                            the expiry time; written by the final transition, trimmed
                                            by the reconciler (``reconcile``)
-``P outbox``                    hash       delivery id (``job.finished:{id}``, ``batch.finished:{id}``)
+``P outbox``                    hash       delivery id (``job.finished:{id}``, ``batch.finished:{id}``;
+                                           a resumed crawl's next finish ``batch.finished:{id}:finish2``)
                                            -> JSON {url, event, kind, ref}: a webhook owed, recorded by
                                            the final transition's Lua call, removed once published
 ``P outbox:due``                zset       the outbox's delivery ids, score the time they were owed

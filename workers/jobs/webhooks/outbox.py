@@ -73,7 +73,7 @@ class Outbox:
         """What the job's final transition owes: its webhook, and its batch's if it completed it."""
         [end] = await self.store.ends([job_id])
         runs, batch = (end.runs, end.batch) if end is not None else (1, None)
-        ids = [job_delivery(job_id, runs)] + ([f"batch.finished:{batch}"] if batch else [])
+        ids = [job_delivery(job_id, runs)] + ([batch_delivery(batch)] if batch else [])
         return await self.run(ids, result)
 
     async def run_due(self, older_than: float, now: float) -> int:
@@ -111,6 +111,12 @@ def job_delivery(job_id: str, run: int) -> str:
     """The delivery id of a job's ``job.finished`` webhook; each follow-up run has its own (as ``finalize``
     in ``job_prelude.lua``)."""
     return f"job.finished:{job_id}" if run <= 1 else f"job.finished:{job_id}:run{run}"
+
+
+def batch_delivery(batch_id: str, finish: int = 1) -> str:
+    """The delivery id of a batch's ``batch.finished`` webhook; a batch reopened by a crawl's resume
+    finishes again, with a delivery of its own (as ``complete_batch`` in ``job_prelude.lua``)."""
+    return f"batch.finished:{batch_id}" if finish <= 1 else f"batch.finished:{batch_id}:finish{finish}"
 
 
 def job_payload(end: JobEnd, result: JobResult | None) -> dict[str, Any]:

@@ -84,7 +84,8 @@ local function owe(delivery, url, event, kind, ref)
   redis.call('ZADD', prefix .. 'outbox:due', now, delivery)
 end
 
--- Mark the batch completed once every job finished, exactly once; owe its webhook. 1 if it did.
+-- Mark the batch completed once every job finished, exactly once (once more after a resume reopened it);
+-- owe its webhook. 1 if it did.
 local function complete_batch(batch, ttl)
   local bkey = prefix .. 'batch:' .. batch
   local h = redis.call('HMGET', bkey, 'total', 'succeeded', 'failed', 'cancelled', 'finished_at', 'webhook_url')
@@ -99,7 +100,10 @@ local function complete_batch(batch, ttl)
   if crawl and crawl ~= '' then  -- a crawl's record and frontier go with its batch's results
     for _, part in ipairs({'', ':seen', ':pages', ':frontier'}) do redis.call('EXPIRE', prefix .. 'crawl:' .. crawl .. part, ttl) end
   end
-  if h[6] and h[6] ~= '' then owe('batch.finished:' .. batch, h[6], 'batch.finished', 'batch', batch) end
+  -- a batch reopened (a resumed crawl) finishes again: that finish's webhook has a delivery id of its own
+  local finish = redis.call('HINCRBY', bkey, 'finishes', 1)
+  local delivery = 'batch.finished:' .. batch .. (finish > 1 and (':finish' .. finish) or '')
+  if h[6] and h[6] ~= '' then owe(delivery, h[6], 'batch.finished', 'batch', batch) end
   return 1
 end
 
