@@ -2,8 +2,10 @@
 
 Each browser keeps a few contexts with a blank page ready, so a lease costs a queue pop, not a
 renderer start. Browsers are recycled gracefully after ``max_leases`` or when their process tree
-grows past ``max_memory_mb``: they stop taking leases, a replacement starts at once, and they are
-closed when their last lease ends. A browser that dies is noticed by its connection's close
+grows past ``max_memory_mb``: they stop taking leases, a replacement takes over, and they are
+closed when their last lease ends. The recycle at ``max_leases`` is foreseen: the replacement is
+started a tenth of the leases early and waits, warm, as a standby taking no lease, so the handover
+costs no cold start (the leases in flight stay on the old browser until they end, as in any drain). A browser that dies is noticed by its connection's close
 callback (not by polling), removed and replaced; its leases fail with ``BrowserGone``.
 """
 
@@ -36,7 +38,8 @@ from config.tasks import cancel_and_wait
 
 log = logging.getLogger("browserd.pool")
 
-SlotState = Literal["starting", "ready", "draining"]
+SlotState = Literal["starting", "standby", "ready", "draining"]
+STANDBY_SHARE = 0.1  # the share of max_leases left when a browser's successor is started as a standby
 BUSY_SHARE = 0.5  # a renderer that used at least this share of a CPU between two looks is running script
 GROWING = 4 * 1024 * 1024  # ... or whose resident size grew by this much
 
@@ -145,6 +148,9 @@ class _Slot:
         self.renderers: _RendererSample | None = None  # last look at the renderer processes
         self.network_watch: NetworkServiceWatch | None = None
         self.network_lost = False  # its network service died (cdp.netwatch)
+        self.standby = False  # started ahead as a browser's successor: takes no lease until promoted
+        self.promoted = False  # its predecessor drained: ready as soon as it is booted
+        self.successor: _Slot | None = None  # the standby started to replace this one at max_leases
 
 
 class BrowserPool:
@@ -311,14 +317,17 @@ class BrowserPool:
             await browser.close()
             if slot.network_lost and not self._closed:  # lost before its first lease: start another
                 self._slots.remove(slot)
-                self._replace(slot)
+                if slot.standby and not slot.promoted:  # its predecessor starts one when it drains
+                    self._drop_standby(slot)
+                else:
+                    self._replace(slot)
             return
         slot.browser = browser
-        slot.state = "ready"
+        slot.state = "standby" if slot.standby and not slot.promoted else "ready"
         browser.on_gone(lambda err, s=slot: self._on_gone(s, err))
         slot.refill_task = asyncio.get_running_loop().create_task(self._refill(slot), name=f"pool-refill-{slot.index}")
         await self._notify()
-        log.info("browser %s ready (pid=%s)", slot.index, browser.pid)
+        log.info("browser %s %s (pid=%s)", slot.index, slot.state, browser.pid)
 
     async def _notify(self) -> None:
         async with self._changed:
@@ -393,7 +402,16 @@ class BrowserPool:
         slot.wake.set()
         if slot.served >= self.config.max_leases and slot.state == "ready":
             self._drain(slot, RecycleReason.max_leases)
+        elif slot.served >= self._standby_at() and slot.successor is None and not slot.endpoint and not self._closed:
+            slot.successor = self._new_slot(None)
+            slot.successor.standby = True
+            self._spawn(self._boot_with_retry(slot.successor), "pool-boot-standby")
         return lease
+
+    def _standby_at(self) -> int:
+        """Leases served after which a browser's successor starts (a browser we launched, not attached)."""
+        leases = self.config.max_leases
+        return leases - max(1, int(leases * STANDBY_SHARE))
 
     async def _open_context(self, browser: Browser) -> tuple[str, Page]:
         gate = await self.egress.open_gate() if self.egress is not None else None
@@ -444,7 +462,7 @@ class BrowserPool:
         """Keep ``warm`` ready contexts in this browser, opened concurrently; woken after every lease."""
         browser = slot.browser
         assert browser is not None
-        while slot.state == "ready" and not self._closed:
+        while slot.state in ("ready", "standby") and not self._closed:
             missing = self.config.warm - len(slot.warm)
             if missing <= 0:
                 slot.wake.clear()
@@ -457,7 +475,7 @@ class BrowserPool:
                         raise result
                     if browser.alive:
                         log.warning("warm context failed on browser %s: %s", slot.index, result)
-                elif slot.state == "ready":
+                elif slot.state in ("ready", "standby"):
                     slot.warm.append(result)
                 else:
                     self._spawn(self._dispose(browser, result[0]), "pool-dispose")
@@ -483,9 +501,29 @@ class BrowserPool:
             self._spawn(self._retire(slot), "pool-retire")
 
     def _replace(self, old: _Slot) -> None:
+        """Its standby takes over (at once if booted, else as soon as it is), or a new browser starts."""
         if self._closed:
             return
+        successor, old.successor = old.successor, None
+        if successor is not None and not successor.retiring:
+            successor.promoted = True
+            if successor.state == "standby":
+                successor.state = "ready"
+                successor.wake.set()
+                self._spawn(self._notify(), "pool-notify")
+                log.info("browser %s takes over from browser %s", successor.index, old.index)
+            return
         self._spawn(self._boot_with_retry(self._new_slot(old.endpoint)), "pool-boot")
+
+    def _drop_standby(self, slot: _Slot) -> None:
+        """A standby that died or lost its network: its predecessor starts another when it drains."""
+        for other in self._slots:
+            if other.successor is slot:
+                other.successor = None
+        slot.retiring = True
+        if slot in self._slots:
+            self._slots.remove(slot)
+        self._spawn(self._close_browser(slot), "pool-close-standby")
 
     async def _boot_with_retry(self, slot: _Slot) -> None:
         for attempt in range(1, 1_000_000):
@@ -506,6 +544,10 @@ class BrowserPool:
         slot.network_lost = True
         if slot.retiring or self._closed or slot.browser is None or not slot.browser.alive:
             return  # a browser that died whole is the crash path's (``_on_gone``)
+        if slot.state == "standby":
+            log.warning("standby browser %s: its network service (pid %s) died; dropped", slot.index, pid)
+            self._drop_standby(slot)
+            return
         log.warning("browser %s: its network service (pid %s) died; recycling the browser", slot.index, pid)
         self._drain(slot, RecycleReason.network_service)
         browser = slot.browser
@@ -518,6 +560,10 @@ class BrowserPool:
 
     def _on_gone(self, slot: _Slot, error: BrowserGone) -> None:
         if slot.retiring or self._closed:
+            return
+        if slot.state == "standby":
+            log.warning("standby browser %s gone: %s", slot.index, error.reason)
+            self._drop_standby(slot)
             return
         self._crashes += 1
         self._emit(PoolEvent(PoolEventKind.crash))
@@ -626,7 +672,7 @@ class BrowserPool:
     # --- numbers ---------------------------------------------------------------------------
 
     def stats(self) -> PoolStats:
-        states = {"starting": 0, "ready": 0, "draining": 0}
+        states = {"starting": 0, "standby": 0, "ready": 0, "draining": 0}
         for slot in self._slots:
             states[slot.state] += 1
         return PoolStats(

@@ -126,6 +126,61 @@ async def test_browser_is_recycled_after_max_leases(site):
         assert first_pid not in chrome_pids(), "the drained browser is closed once its last lease ends"
 
 
+async def _until(check, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "the pool did not get there in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_the_recycle_at_max_leases_hands_over_to_a_standby_started_ahead(site):
+    """No cold start inside a long batch: the successor is launched a tenth of the leases early, takes
+    no lease while it waits, and serves the lease after the recycle; a lease in flight at the handover
+    goes on in the old browser, which closes once it ends."""
+    url = site.url("cdp/basic.html")
+    async with BrowserPool(PoolConfig(browsers=1, warm=1, max_leases=10)) as pool:
+        first_pid = pool.browser_pids()[0]
+        for _ in range(8):
+            async with pool.lease(timeout=30) as lease:
+                await lease.page.goto(url)
+        assert pool.stats().browsers["standby"] == 0 and pool.browser_pids() == [first_pid]
+        held = await pool.acquire()  # the 9th: its successor starts now
+        assert held.browser.pid == first_pid
+        await _until(lambda: pool.stats().browsers["standby"] == 1 and pool.stats().warm_contexts >= 2)
+        [standby_pid] = [pid for pid in pool.browser_pids() if pid != first_pid]
+        async with pool.lease(timeout=30) as lease:  # a standby takes no lease: the 10th is the old one's
+            assert lease.browser.pid == first_pid
+        assert pool.stats().recycles == {"max_leases": 1}
+        async with pool.lease(timeout=30) as lease:  # served by the standby: no browser launched at the drain
+            assert lease.browser.pid == standby_pid
+            await lease.page.goto(url)
+            assert await lease.page.title() == "Basic page"
+        assert set(pool.browser_pids()) == {first_pid, standby_pid}
+        await held.page.goto(url)  # the lease in flight still works in the draining browser
+        assert await held.page.title() == "Basic page"
+        await pool.release(held)
+        await _until(lambda: first_pid not in chrome_pids())
+        assert pool.browser_pids() == [standby_pid] and pool.stats().browsers["ready"] == 1
+
+
+async def test_a_standby_that_dies_is_dropped_and_the_recycle_still_serves(site):
+    async with BrowserPool(PoolConfig(browsers=1, warm=1, max_leases=4)) as pool:
+        first_pid = pool.browser_pids()[0]
+        for _ in range(3):
+            async with pool.lease(timeout=30):
+                pass
+        await _until(lambda: pool.stats().browsers["standby"] == 1)
+        [standby_pid] = [pid for pid in pool.browser_pids() if pid != first_pid]
+        os.kill(standby_pid, 9)
+        await _until(lambda: pool.stats().browsers["standby"] == 0 and standby_pid not in pool.browser_pids())
+        assert pool.stats().crashes == 0  # no lease was in it
+        for _ in range(2):  # the 4th drains the first browser: a new one starts then
+            async with pool.lease(timeout=30) as lease:
+                await lease.page.goto(site.url("cdp/basic.html"))
+        assert lease.browser.pid not in (first_pid, standby_pid)
+        assert pool.stats().browsers["ready"] == 1
+
+
 async def test_browser_over_memory_limit_is_recycled():
     async with BrowserPool(PoolConfig(browsers=1, warm=0, max_memory_mb=64, health_interval=0.2)) as pool:
         deadline = time.monotonic() + 15

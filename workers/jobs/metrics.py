@@ -75,7 +75,7 @@ disable_created_metrics()
 
 # What the queue depth counts: every job queue, and webhook deliveries' own queue.
 DEPTH_QUEUES = (*QUEUES, WEBHOOK_QUEUE, SESSIONS_QUEUE)
-POOL_STATES = ("starting", "ready", "draining")
+POOL_STATES = ("starting", "standby", "ready", "draining")
 LLM_OUTCOMES = tuple(o.value for o in LlmOutcome)
 MODEL_LABELS_MAX = 20
 TENANT_LABELS_MAX = 100  # tenants are the operator's to create; past this many, "other"
