@@ -14,6 +14,7 @@ from config import Settings
 from daemon.api.batches import ndjson
 from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
+from daemon.api.recipes import check_crawl_recipe, recipe_store
 from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.store import CrawlStore
 from workers.jobs.errors import CrawlNotCancelled
@@ -40,11 +41,12 @@ async def _get(crawls: CrawlStore, crawl_id: str, who: Principal) -> CrawlRecord
 async def start_crawl(spec: CrawlSpec, request: Request, store: Store, who: Caller) -> CrawlRecord:
     """Start a crawl: its start URLs (and the sitemaps' pages) are queued; each page's links in scope
     are queued as it ends, each URL at most once, until max_depth, max_pages or max_duration. A
-    tenant's pages are its jobs, each within its ceilings and quotas."""
+    tenant's pages are its jobs, each within its ceilings and quotas; a recipe is the tenant's own."""
     settings: Settings = request.app.state.settings
     check_crawl(spec, settings, tenant_ceiling(who, settings))
     if spec.webhook_url is not None:
         check_webhook_url(str(spec.webhook_url), settings)
+    await check_crawl_recipe(spec, recipe_store(request, store, who.tenant))
     return await submit_crawl(store, spec, settings, tenant=who.tenant)
 
 

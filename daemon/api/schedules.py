@@ -12,7 +12,8 @@ from daemon.api.credentials import check_credentials, credential_store
 from daemon.api.profiles import check_profiles, profile_store
 from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
-from daemon.api.recipes import check_recipes, recipe_store
+from daemon.api.recipes import check_crawl_recipe, check_recipes, recipe_store
+from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.batches.models import BatchRecord
 from workers.jobs.schedules.change_store import MAX_RUNS_KEPT, ChangeFeed
 from workers.jobs.schedules.changes import RunChanges
@@ -48,6 +49,8 @@ async def create_schedule(spec: ScheduleSpec, request: Request, store: Store, wh
     await check_credentials(specs, credential_store(request, store, who.tenant), batch=spec.batch is not None)
     await check_profiles(specs, profile_store(request, store, who.tenant), batch=spec.batch is not None)
     await check_recipes(specs, recipe_store(request, store, who.tenant), batch=spec.batch is not None)
+    if spec.crawl is not None:  # its pages replay the tenant's own recipe, as a crawl's do
+        await check_crawl_recipe(CrawlSpec.model_validate(spec.crawl), recipe_store(request, store, who.tenant), "crawl")
     return await ScheduleStore(store).create(spec, who.tenant)
 
 

@@ -25,8 +25,8 @@ MAX_LINES = 500  # results lines one crawl_results call returns at most
 CrawlId = Annotated[str, Field(description="The id start_crawl returned.", min_length=1)]
 
 INSTRUCTIONS = """To crawl a site: start_crawl with start_urls (and/or sitemaps), max_depth and max_pages,
-optionally a task (an agent on each page, with an output_schema) or none (each page's text as markdown
-and its links); follow it with crawl_status, read its pages with crawl_results, stop it with cancel_crawl
+optionally a task (an agent on each page, with an output_schema), a saved recipe replayed on each page
+(with its params), or neither (each page's text as markdown and its links); follow it with crawl_status, read its pages with crawl_results, stop it with cancel_crawl
 and go on with it later with resume_crawl.
 """
 
@@ -49,8 +49,20 @@ class StartCrawlArgs(BaseModel):
                                                         "(CIDRs); closed unless opened here or by the server.")] = None
     task: Annotated[str | None, Field(description="The agent's task on each page (none: each page's markdown "
                                       "and links, no model).")] = None
+    recipe: Annotated[str | None, Field(description="A saved recipe (yours) replayed on each page, with no "
+                                        "model.")] = None
+    params: Annotated[dict[str, str] | None, Field(description="The recipe's parameters, by name.")] = None
+    heal: Annotated[bool | None, Field(description="When a recipe step no longer matches a page, let the agent "
+                                       "finish it (default true).")] = None
+    llm_extraction: Annotated[bool | None, Field(description="Let the recipe's extract_content steps call the "
+                                                 "model.")] = None
     output_schema: Annotated[dict[str, Any] | None, Field(description="JSON schema each page's data must "
-                                                          "satisfy (with task).")] = None
+                                                          "satisfy (with task or recipe).")] = None
+    max_pages_per_pattern: Annotated[int | None, Field(description="Pages of one URL pattern queued at most, "
+                                                       "against crawler traps (default 200).")] = None
+    webhook_url: Annotated[str | None, Field(description="POSTed once, when the crawl completes.")] = None
+    page_webhook_url: Annotated[str | None, Field(description="POSTed each page's result when its job "
+                                                  "finishes.")] = None
     timeout: Annotated[float | None, Field(description="Each page's wall-clock limit in seconds.")] = None
     labels: Annotated[dict[str, str] | None, Field(description="Labels of every page's job.")] = None
 

@@ -17,6 +17,8 @@ from bench.tenancy import deployed
 from tests.frontends.tenancy import api_client, tenant
 from workers.jobs.crawls.store import CrawlStore, FoundURL
 from workers.jobs.lifecycle.crawling import grow
+from workers.jobs.recipes.models import Recipe, RecipeStep
+from workers.jobs.recipes.store import RecipeStore
 from workers.jobs.store.connection import connect
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.store.keys import Keys
@@ -153,3 +155,65 @@ def test_bad_input_is_refused_for_a_tenant_too(api: TestClient) -> None:
     assert api.get("/v1/crawls?limit=0", headers=a).status_code == 422
     assert api.get("/v1/crawls/not-an-id", headers=a).status_code == 404
     assert api.get("/v1/crawls", headers={"Authorization": "Bearer bdk_nope_nope"}).status_code == 401
+
+
+def _save_recipe(redis_url: str, tenant: str | None, name: str = "read-item") -> None:
+    """A recipe reading each page's heading, saved as ``tenant``'s (None: the operator's)."""
+    async def save() -> None:
+        redis = connect(redis_url)
+        try:
+            recipe = Recipe(name=name, task="read the item on the page", start_url="https://shop.example/item/1",
+                            params={"section": "books"},
+                            steps=[RecipeStep(action="extract_fields", params={"fields": {"title": "h1"}})])
+            assert await RecipeStore(redis, Keys(), tenant=tenant).save(recipe) is not None
+        finally:
+            await redis.aclose()
+    asyncio.run(save())
+
+
+def test_a_crawls_recipe_is_its_tenants_own(api: TestClient, redis_url: str) -> None:
+    """Each page replays the tenant's recipe: one only another tenant (or the operator) has is refused
+    at submission as a job naming it is, before anything is queued; so are wrong parameters."""
+    a, b = tenant(api, "acme"), tenant(api, "beta")
+    _save_recipe(redis_url, "beta", "beta-only")
+    _save_recipe(redis_url, None, "operators")
+    for name in ("beta-only", "operators", "no-such-recipe"):
+        refused = api.post("/v1/crawls", json={**SHOP, "recipe": name, "params": {"section": "x"}}, headers=a)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["fields"][0]["field"] == "recipe" and "beta" not in refused.json()["message"].replace(
+            "beta-only", ""), refused.text
+    _save_recipe(redis_url, "acme")
+    wrong = api.post("/v1/crawls", json={**SHOP, "recipe": "read-item", "params": {"nope": "1"}}, headers=a)
+    assert wrong.status_code == 422 and wrong.json()["fields"][0]["field"].startswith("params."), wrong.text
+    assert api.get("/v1/crawls", headers=a).json() == []  # nothing stays of a refused crawl
+    crawl = started(api, a, recipe="read-item", params={"section": "books"}, heal=False)
+    jobs = api.get("/v1/jobs", headers=a).json()["jobs"]
+    spec = api.get(f"/v1/jobs/{jobs[0]['id']}", headers=a).json()["spec"]
+    assert (spec["recipe"], spec["params"], spec["heal"], spec["start_url"]) == (
+        "read-item", {"section": "books"}, False, "https://shop.example/")
+    assert crawl["spec"]["recipe"] == "read-item"
+    # B's schedule holding a crawl with A's recipe is refused too; with B's own, taken
+    sched = api.post("/v1/schedules", json={"every": 3600, "crawl": {**SHOP, "recipe": "read-item",
+                                                                     "params": {"section": "books"}}}, headers=b)
+    assert sched.status_code == 422 and sched.json()["fields"][0]["field"] == "crawl.recipe", sched.text
+
+
+def test_a_crawls_page_webhook_is_checked_as_a_jobs(api: TestClient) -> None:
+    a = tenant(api, "acme")
+    for url in ("http://127.0.0.1:9/hook", "http://10.0.0.1/hook", "http://169.254.169.254/latest", "ftp://x.example/"):
+        refused = api.post("/v1/crawls", json={**SHOP, "page_webhook_url": url}, headers=a)
+        assert refused.status_code == 422 and refused.json()["fields"][0]["field"] == "page_webhook_url", refused.text
+    started(api, a, page_webhook_url="https://hooks.example/pages")
+    job = api.get("/v1/jobs", headers=a).json()["jobs"][0]
+    assert api.get(f"/v1/jobs/{job['id']}", headers=a).json()["spec"]["webhook_url"] == "https://hooks.example/pages"
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"recipe": "r", "task": "t"}, "body"), ({"params": {"a": "b"}}, "body"), ({"heal": False}, "body"),
+    ({"llm_extraction": True}, "body"), ({"recipe": "no spaces allowed"}, "recipe"),
+    ({"max_pages_per_pattern": 0}, "max_pages_per_pattern"), ({"max_pages_per_pattern": "many"}, "max_pages_per_pattern"),
+])
+def test_bad_recipe_and_cap_options_are_refused_naming_the_field(api: TestClient, extra: dict[str, Any],
+                                                                 field: str) -> None:
+    refused = api.post("/v1/crawls", json={**SHOP, **extra}, headers=tenant(api, "acme"))
+    assert refused.status_code == 422 and field in [f["field"] for f in refused.json()["fields"]], refused.text

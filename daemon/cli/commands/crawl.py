@@ -1,5 +1,6 @@
-"""``browserd crawl URL... [--max-depth N --max-pages N --include RE --exclude RE --extract|--task T]
-[--wait]``: start a crawl, optionally following its progress.
+"""``browserd crawl URL... [--max-depth N --max-pages N --max-pages-per-pattern N --include RE --exclude RE
+--extract|--task T|--recipe NAME --param K=V] [--page-webhook URL] [--wait]``: start a crawl, optionally
+following its progress.
 
 ``browserd crawl --cancel ID`` stops a crawl, ``browserd crawl --resume ID`` goes on with a cancelled
 one from where it stopped; ``browserd crawl --attach ID`` follows one started
@@ -14,6 +15,7 @@ import json
 import sys
 from typing import Any
 
+from daemon.cli.commands.submit import params_of
 from daemon.cli.output import EXIT_FAILED, EXIT_USAGE, api_command, client, print_json
 from daemon.cli.progress import follow_batch
 from workers.jobs.crawls.models import CrawlRecord
@@ -26,12 +28,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-depth", type=int, help="links followed at most this many hops from a start page (3)")
     p.add_argument("--max-pages", type=int, help="pages visited at most (100)")
     p.add_argument("--max-duration", type=float, help="seconds after which no new page is queued")
+    p.add_argument("--max-pages-per-pattern", type=int, metavar="N",
+                   help="pages of one URL pattern queued at most, against crawler traps (200; 0: no cap)")
     p.add_argument("--include", action="append", default=[], help="visit only URLs this RE2 pattern matches")
     p.add_argument("--exclude", action="append", default=[], help="never visit URLs this RE2 pattern matches")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--extract", action="store_true", help="each page's markdown and links, no model (default)")
     mode.add_argument("--task", help="the agent's task on each page")
-    p.add_argument("--schema", help="JSON schema of each page's data (with --task)")
+    mode.add_argument("--recipe", metavar="NAME", help="a saved recipe replayed on each page (no model)")
+    p.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
+                   help="a parameter of the recipe (repeat)")
+    p.add_argument("--schema", help="JSON schema of each page's data (with --task or --recipe)")
+    p.add_argument("--page-webhook", metavar="URL", help="POSTed each page's result when its job finishes")
     p.add_argument("--spec", help="more of the crawl's spec as a JSON object (e.g. '{\"allowed_networks\": [...]}')")
     p.add_argument("--wait", action="store_true", help="show progress until the crawl completes")
     p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
@@ -49,8 +57,11 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
     spec: dict[str, Any] = json.loads(args.spec) if args.spec else {}
     given = {"start_urls": args.urls, "sitemaps": args.sitemap, "include": args.include, "exclude": args.exclude,
              "max_depth": args.max_depth, "max_pages": args.max_pages, "max_duration": args.max_duration,
-             "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None}
+             "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None,
+             "recipe": args.recipe, "params": params_of(args.param), "page_webhook_url": args.page_webhook}
     spec.update({k: v for k, v in given.items() if v not in (None, [])})
+    if args.max_pages_per_pattern is not None:  # 0: no cap (null in the spec)
+        spec["max_pages_per_pattern"] = args.max_pages_per_pattern or None
     return spec
 
 

@@ -3,7 +3,7 @@
 A crawl is a growing batch: each page it visits is one job of its batch (``page_spec`` makes that
 job), and a page's job, as it ends, adds the in-scope pages it links to. What each page does is the
 crawl's choice: ``extract`` (the page's text as markdown and its links; no model), an agent
-``task``, or a ``script`` run once the page is open.
+``task``, a ``script`` run once the page is open, or a saved ``recipe`` replayed on the page.
 """
 
 from __future__ import annotations
@@ -18,13 +18,19 @@ from config.hosts import normalise_entries
 from workers.jobs.model.bounds import Networks, Seconds
 from workers.jobs.batches.models import BatchCounts, BatchState
 from workers.jobs.crawls.urls import DEFAULT_TRACKING
-from workers.jobs.model.spec import JobSpec, check_labels
+from workers.jobs.model.spec import JobSpec, RecipeName, check_labels
 from workers.jobs.model.status import Priority
 from workers.jobs.politeness.options import PolitenessOptions
 
 CRAWL_LABEL = "crawl"  # the label naming a page job's crawl (the job's record in the crawl says the rest)
 MAX_START_URLS = 100
 MAX_SITEMAPS = 20
+DEFAULT_PAGES_PER_PATTERN = 200
+"""Pages of one URL pattern a crawl queues by default: more than a site's ordinary listings of one
+shape (the test site's 120 items), far fewer than a trap's endless ones. A larger listing needs it
+raised; the record's ``traps`` names the patterns that reached it."""
+_RECIPE_JOB = JobSpec.model_fields  # the recipe options a crawl hands each page's job, declared once
+MAX_TRAPS_SHOWN = 20  # patterns the record lists (those with the most links skipped)
 
 
 class PageMode(StrEnum):
@@ -33,6 +39,7 @@ class PageMode(StrEnum):
     extract = "extract"  # the page's text as markdown, and its links: no model
     task = "task"  # the agent's task, on the page
     script = "script"  # a script of actions, run once the page is open
+    recipe = "recipe"  # a saved recipe (its tenant's), replayed on the page with no model
 
 
 class CrawlSpec(BaseModel):
@@ -51,6 +58,11 @@ class CrawlSpec(BaseModel):
     max_pages: int = Field(100, ge=1, le=100_000, description="Pages visited at most (jobs created).")
     max_duration: float | None = Field(None, gt=0, le=7 * 86_400,
                                        description="Seconds after which no new page is queued.")
+    max_pages_per_pattern: int | None = Field(
+        DEFAULT_PAGES_PER_PATTERN, ge=1, le=100_000,
+        description="Pages of one URL pattern queued at most (the host and path with numbers, ids and dates "
+        "replaced, the query's keys without values): a crawler trap's endless pages of one shape are cut here, "
+        "counted skipped.trap and listed in the record's traps. null: no cap.")
     include: list[str] = Field(default_factory=list, max_length=50,
                                description="Visit only URLs one of these RE2 patterns matches (searched anywhere); a start URL "
                                "is visited regardless.")
@@ -67,8 +79,14 @@ class CrawlSpec(BaseModel):
                                         description="Private networks the pages may be on (as a job's).")
     task: str | None = Field(None, min_length=1, max_length=20_000, description="The agent's task on each page.")
     script: list[dict[str, Any]] | None = Field(None, description="Actions run on each page once it is open.")
+    recipe: RecipeName | None = Field(
+        None, description="A saved recipe (the crawl's tenant's) replayed on each page once it is open, with no "
+        "LLM; the page's links are read as in any mode.")
+    params: dict[str, str] = _RECIPE_JOB["params"]  # as a recipe job's, for each page's job
+    heal: bool = _RECIPE_JOB["heal"]
+    llm_extraction: bool = _RECIPE_JOB["llm_extraction"]
     output_schema: dict[str, Any] | None = Field(None, description="JSON schema each page's data must satisfy "
-                                                 "(with task).")
+                                                 "(with task or recipe).")
     politeness: PolitenessOptions = Field(
         default_factory=lambda: PolitenessOptions(respect_robots_txt=True),
         description="As a job's; a crawl respects robots.txt (Disallow and Crawl-delay) by default.")
@@ -76,15 +94,23 @@ class CrawlSpec(BaseModel):
     priority: Priority = Priority.normal
     labels: dict[str, str] = Field(default_factory=dict, description="Labels of every page's job.")
     webhook_url: HttpUrl | None = Field(None, description="POSTed once the crawl's last page is done.")
+    page_webhook_url: HttpUrl | None = Field(
+        None, description="POSTed each page's result when its job finishes (each page's own job.finished webhook).")
 
     @model_validator(mode="after")
     def _shape(self) -> CrawlSpec:
         if not self.start_urls and not self.sitemaps:
             raise ValueError("give 'start_urls', 'sitemaps' or both")
-        if self.task is not None and self.script is not None:
-            raise ValueError("give at most one of 'task' (an agent on each page) or 'script'; neither: extract")
-        if self.output_schema is not None and self.task is None:
-            raise ValueError("'output_schema' is what the agent's 'task' returns: give it with 'task'")
+        if sum(x is not None for x in (self.task, self.script, self.recipe)) > 1:
+            raise ValueError("give at most one of 'task' (an agent on each page), 'script' or 'recipe'; none: extract")
+        if self.params and self.recipe is None:
+            raise ValueError("'params' are a recipe's parameters: give them with 'recipe'")
+        if not self.heal and self.recipe is None:
+            raise ValueError("'heal' applies to a recipe: give it with 'recipe'")
+        if self.llm_extraction and self.recipe is None:
+            raise ValueError("'llm_extraction' applies to a recipe: give it with 'recipe'")
+        if self.output_schema is not None and self.task is None and self.recipe is None:
+            raise ValueError("'output_schema' is what the agent's 'task' (or a 'recipe') returns: give it with one")
         if CRAWL_LABEL in self.labels:
             raise ValueError(f"labels: {CRAWL_LABEL!r} is set by browserd (the crawl's id)")
         return self
@@ -101,7 +127,9 @@ class CrawlSpec(BaseModel):
 
     @property
     def mode(self) -> PageMode:
-        return PageMode.task if self.task else PageMode.script if self.script else PageMode.extract
+        if self.task:
+            return PageMode.task
+        return PageMode.script if self.script else PageMode.recipe if self.recipe else PageMode.extract
 
     def seeds(self) -> list[str]:
         """The pages visited first: the start URLs, else the first sitemap's site root (the job that reads
@@ -117,11 +145,15 @@ class CrawlSpec(BaseModel):
             "allowed_domains": self.allowed_domains, "denied_domains": self.denied_domains,
             "allowed_networks": self.allowed_networks, "politeness": self.politeness, "timeout": self.timeout,
             "priority": self.priority, "labels": {**self.labels, CRAWL_LABEL: crawl_id},
+            "webhook_url": self.page_webhook_url,
         }
         if self.mode is PageMode.task:
             return JobSpec(task=self.task, start_url=url, output_schema=self.output_schema, **shared)
         if self.mode is PageMode.script:
             return JobSpec(script=self.script, start_url=url, **shared)
+        if self.mode is PageMode.recipe:  # the page's URL wins over the recipe's own (features.crawls)
+            return JobSpec(recipe=self.recipe, params=self.params, heal=self.heal, llm_extraction=self.llm_extraction,
+                           start_url=url, output_schema=self.output_schema, **shared)
         return JobSpec(script=[{"go_to_url": {"url": url}}], **shared)
 
 
@@ -134,6 +166,14 @@ class CrawlSkips(BaseModel):
     dedup: int = 0
     budget: int = 0
     quota: int = 0  # its tenant's queued or daily quota was full when they were found (not marked seen)
+    trap: int = 0  # their URL pattern had max_pages_per_pattern pages queued already
+
+
+class CrawlTrap(BaseModel):
+    """A URL pattern that reached the crawl's max_pages_per_pattern, and the links of it not queued."""
+
+    pattern: str
+    skipped: int
 
 
 class CrawlRecord(BaseModel):
@@ -153,6 +193,8 @@ class CrawlRecord(BaseModel):
     failed: int = Field(description="Pages whose visit failed.")
     counts: BatchCounts
     skipped: CrawlSkips
+    traps: list[CrawlTrap] = Field(default_factory=list, description="URL patterns that reached max_pages_per_pattern, "
+                                   f"most links skipped first (at most {MAX_TRAPS_SHOWN}).")
     sitemap_pages: int = Field(0, description="Pages the sitemaps listed.")
     sitemap_errors: list[str] = Field(default_factory=list, description="Sitemaps that could not be read, and why.")
     spec: CrawlSpec

@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from workers.jobs.batches.store import BatchStore
-from workers.jobs.crawls.models import CrawlLine, CrawlRecord, CrawlSkips, CrawlSpec
+from workers.jobs.crawls.models import MAX_TRAPS_SHOWN, CrawlLine, CrawlRecord, CrawlSkips, CrawlSpec, CrawlTrap
+from workers.jobs.crawls.urls import SKIP, pattern
 from workers.jobs.ids import is_id, new_id
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.store.scripts import source
@@ -53,10 +54,31 @@ class PageInfo:
 
 @dataclass(frozen=True)
 class Admitted:
-    """Jobs a call to ``admit`` created (their ids, the specs they run)."""
+    """What a call to ``admit`` (or ``resume``) did with its candidates: the jobs it created (their
+    ids, the specs they run), and how many it did not queue, by why: each count is what the call
+    added to the crawl's ``skipped`` counters (``held``: kept in a cancelled crawl's frontier, not a
+    skip), so Prometheus can count exactly what the record does."""
 
     job_ids: list[str]
     specs: list[Any]
+    dedup: int = 0
+    budget: int = 0
+    trap: int = 0
+    held: int = 0
+
+    def skips(self) -> dict[str, int]:
+        """The skips by reason, as the record's counters and ``metrics.observe_crawl_skips`` name them."""
+        return {SKIP.dedup: self.dedup, SKIP.budget: self.budget, SKIP.trap: self.trap}
+
+
+def _admitted(reply: str, made: dict[str, Any]) -> Admitted:
+    """The typed result of ``crawl_admit.lua`` or ``crawl_resume.lua`` (a JSON object; cjson
+    writes an empty list as ``{}``)."""
+    done = json.loads(reply)
+    ids = done.get("ids") or []
+    ids = ids if isinstance(ids, list) else []
+    return Admitted(ids, [made[i] for i in ids], dedup=int(done.get("dedup") or 0), budget=int(done.get("budget") or 0),
+                    trap=int(done.get("trap") or 0), held=int(done.get("held") or 0))
 
 
 @dataclass(frozen=True)
@@ -102,7 +124,8 @@ class CrawlStore:
         crawl_id = new_id()
         created_at = datetime.now(UTC).timestamp()
         fields = {"id": crawl_id, "batch": made.batch_id, "spec": spec.model_dump_json(), "tenant": tenant or "",
-                  "created_at": repr(created_at), "max_pages": spec.max_pages, "deadline": "0", "queued": 0}
+                  "created_at": repr(created_at), "max_pages": spec.max_pages, "deadline": "0", "queued": 0,
+                  "max_pages_per_pattern": spec.max_pages_per_pattern or 0}
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self.keys.crawl(crawl_id), mapping=fields)
             pipe.hset(self.keys.batch(made.batch_id), "crawl", crawl_id)  # its completion expires the crawl too
@@ -114,7 +137,8 @@ class CrawlStore:
         """Forget a crawl refused before any page was queued (its tenant's quota), and its empty batch."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.delete(self.keys.crawl(crawl_id), self.keys.crawl_seen(crawl_id), self.keys.crawl_pages(crawl_id),
-                        self.keys.crawl_frontier(crawl_id), self.keys.batch(batch_id), self.keys.batch_jobs(batch_id))
+                        self.keys.crawl_frontier(crawl_id), self.keys.crawl_patterns(crawl_id),
+                        self.keys.crawl_traps(crawl_id), self.keys.batch(batch_id), self.keys.batch_jobs(batch_id))
             pipe.zrem(self.keys.crawls, crawl_id)
             pipe.zrem(self.keys.batches, batch_id)
             if schedule_id:
@@ -144,10 +168,11 @@ class CrawlStore:
     async def admit(self, held: HeldCrawl, crawl_id: str, found: list[FoundURL], job: Any,
                     admission: str | None = None) -> Admitted:
         """Queue each candidate not yet seen, within the crawl's budget, as a job of its batch (its
-        tenant's).
+        tenant's), and within its pattern's cap (``urls.pattern``, ``max_pages_per_pattern``).
 
         ``job(url) -> PageJob`` makes a page's job (``lifecycle.crawling.page_job``); ``admission``:
-        the quota reservation's token each job's creation counts off. Returns the jobs created (publish them)."""
+        the quota reservation's token each job's creation counts off. Returns the jobs created (publish
+        them) and what became of the others."""
         batch_id = held.batch_id
         made: dict[str, Any] = {}
         argv: list[str] = []
@@ -157,13 +182,13 @@ class CrawlStore:
                                          admission=admission)
             made[args[1]] = page.spec
             argv.append(json.dumps({"url": c.url, "depth": c.depth, "parent": c.parent, "sitemaps": c.sitemaps,
-                                    "args": args}))
+                                    "pattern": pattern(c.url), "args": args}))
         if not argv:
             return Admitted([], [])
         keys = [self.keys.crawl(crawl_id), self.keys.crawl_seen(crawl_id), self.keys.crawl_pages(crawl_id),
-                self.keys.batch(batch_id), self.keys.batch_jobs(batch_id), self.keys.crawl_frontier(crawl_id)]
-        ids = await self._admit(keys=keys, args=[repr(datetime.now(UTC).timestamp()), *argv])
-        return Admitted(list(ids), [made[i] for i in ids])
+                self.keys.batch(batch_id), self.keys.batch_jobs(batch_id), self.keys.crawl_frontier(crawl_id),
+                self.keys.crawl_patterns(crawl_id), self.keys.crawl_traps(crawl_id)]
+        return _admitted(await self._admit(keys=keys, args=[repr(datetime.now(UTC).timestamp()), *argv]), made)
 
     async def hold(self, crawl_id: str, job_ids: list[str]) -> None:
         """The crawl was cancelled and these queued page jobs with it, before they ran: keep their
@@ -199,13 +224,13 @@ class CrawlStore:
             args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=held.batch_id, tenant=held.tenant,
                                          admission=admission)
             made[args[1]] = page.spec
-            argv.append(json.dumps({**entry, "args": args}))
+            argv.append(json.dumps({**entry, "pattern": pattern(entry["url"]), "args": args}))
         keys = [self.keys.crawl(crawl_id), self.keys.crawl_pages(crawl_id), self.keys.batch(held.batch_id),
                 self.keys.batch_jobs(held.batch_id), self.keys.crawl_frontier(crawl_id),
-                self.keys.crawl_seen(crawl_id), self.keys.expiring]
+                self.keys.crawl_seen(crawl_id), self.keys.expiring, self.keys.crawl_patterns(crawl_id),
+                self.keys.crawl_traps(crawl_id)]
         reply = await self._resume(keys=keys, args=[held.batch_id, *argv])
-        ids = list(reply[1:])
-        return Resumed(reply[0] == "ok", Admitted(ids, [made[i] for i in ids]))
+        return Resumed(json.loads(reply).get("state") == "ok", _admitted(reply, made))
 
     async def mark_seen(self, crawl_id: str, urls: list[str]) -> None:
         """URLs a visited page is also known by (its final URL, its canonical): never queued after."""
@@ -250,12 +275,15 @@ class CrawlStore:
             return None
         counts = batch.counts
         skipped = CrawlSkips(**{k: int(raw.get(f"skipped:{k}") or 0) for k in CrawlSkips.model_fields})
+        trapped = sorted(((int(n), p) for p, n in (await self.redis.hgetall(self.keys.crawl_traps(crawl_id))).items()),
+                         reverse=True)[:MAX_TRAPS_SHOWN]
         return CrawlRecord(
             id=crawl_id, batch_id=raw["batch"], tenant=raw.get("tenant") or None, state=batch.state,
             discovered=await self.redis.scard(self.keys.crawl_seen(crawl_id)),
             queued=int(raw.get("queued") or 0), resumed=int(raw.get("resumed") or 0),
             frontier=await self.redis.hlen(self.keys.crawl_frontier(crawl_id)), visited=counts.succeeded + counts.failed, failed=counts.failed, counts=counts,
-            skipped=skipped, sitemap_pages=int(raw.get("sitemap_pages") or 0),
+            skipped=skipped, traps=[CrawlTrap(pattern=p, skipped=n) for n, p in trapped],
+            sitemap_pages=int(raw.get("sitemap_pages") or 0),
             sitemap_errors=json.loads(raw.get("sitemap_errors") or "[]"),
             spec=CrawlSpec.model_validate_json(raw["spec"]),
             created_at=datetime.fromtimestamp(float(raw["created_at"]), UTC), finished_at=batch.finished_at,

@@ -1,13 +1,19 @@
-"""One spelling per page (``normalise``), and why a found URL is not visited (``SKIP``).
+"""One spelling per page (``normalise``), its shape (``pattern``), and why a found URL is not visited (``SKIP``).
 
 A crawl visits each page once, so two spellings of one page must count once: the scheme and host
 are lower-cased, default ports dropped, the fragment dropped (it never reaches the server), the
 query's parameters sorted and the tracking parameters (``utm_*``, ``gclid``, ... or the crawl's own
 list) dropped, and an empty path is ``/``. Pure: no I/O, and light enough for the client to load.
+
+A crawler trap (a calendar linking the next month for ever, a session id in every path, endless
+query permutations) makes endless URLs of one *shape*: ``pattern`` is that shape (the host and the
+path with its numbers, ids and dates replaced, the query's keys without their values), and a crawl
+queues at most ``max_pages_per_pattern`` pages of one pattern.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -44,6 +50,34 @@ def normalise(url: str, tracking: Iterable[str] = DEFAULT_TRACKING) -> str | Non
     return urlunsplit((scheme, netloc, parts.path or "/", urlencode(query), ""))
 
 
+MAX_PATTERN = 300  # characters of a pattern kept (a longer one is cut: its URLs share the cap of its start)
+_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{4}")
+_ID = re.compile(r"^(?=[^/]*\d)[0-9a-f]{8,}$|^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$|"
+                 r"^(?=[^/]*\d)(?=[^/]*[a-z])[a-z0-9_-]{16,}$", re.IGNORECASE)
+_DIGITS = re.compile(r"\d+")
+
+
+def _segment(segment: str) -> str:
+    """One path segment's shape: an id (hex, a UUID, a long token of letters and digits) is ``{id}``,
+    a date ``{date}``, any other run of digits ``{n}``."""
+    if _ID.match(segment):
+        return "{id}"
+    return _DIGITS.sub("{n}", _DATE.sub("{date}", segment))
+
+
+def pattern(url: str) -> str:
+    """The shape of a normalised URL, which a crawler trap repeats: its host, its path with digit runs,
+    hex or token ids and dates replaced, its query's keys sorted without their values (``;`` path
+    parameters, where session ids hide, count as the query's). ``http://h/calendar/2026/1?day=3`` and
+    ``http://h/calendar/1999/12?day=30`` are both ``h/calendar/{n}/{n}?day``."""
+    parts = urlsplit(url)
+    path, _, params = parts.path.partition(";")
+    keys = sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)}
+                  | {p.partition("=")[0] for p in params.split(";") if p})
+    shape = "/".join(_segment(s) for s in path.split("/"))
+    return f"{parts.netloc}{shape}{'?' + '&'.join(keys) if keys else ''}"[:MAX_PATTERN]
+
+
 @dataclass(frozen=True)
 class Skip:
     """Why a discovered URL is not visited (the reasons a crawl's progress counts)."""
@@ -54,6 +88,7 @@ class Skip:
     dedup: str = "dedup"  # visited (or queued) already under this spelling
     budget: str = "budget"  # max_pages reached, max_duration over, or the crawl was cancelled
     quota: str = "quota"  # the crawl's tenant was over its queued or daily jobs quota (not marked seen)
+    trap: str = "trap"  # its pattern had max_pages_per_pattern pages queued already (a crawler trap)
 
 
 SKIP = Skip()

@@ -27,7 +27,7 @@ from workers.jobs.lifecycle.cancelling import cancel_batch, settle_cancelled
 from workers.jobs.lifecycle.finishing import Finisher
 from workers.jobs.lifecycle.submission import publish_jobs
 from workers.jobs.model.spec import JobSpec
-from workers.jobs.specs.checks import check_spec, max_steps_of, problems_of
+from workers.jobs.specs.checks import check_spec, check_webhook_url, max_steps_of, problems_of
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
 from workers.jobs.tenants.models import QuotaExceeded, TenantLimits
@@ -63,13 +63,16 @@ def page_job(spec: CrawlSpec, crawl_id: str, settings: Settings,
 def check_crawl(spec: CrawlSpec, settings: Settings, ceiling: Ceiling | None = None) -> None:
     """What pydantic cannot check alone: the include/exclude patterns (RE2), then what a page's job
     needs, as for any job (``check_spec``: the script's actions, the output schema, the timeout,
-    politeness, a tenant's ``ceiling``: networks, domains, steps, timeout); ``SpecError`` names the field."""
+    politeness, a tenant's ``ceiling``: networks, domains, steps, timeout), the pages' webhook as a
+    job's; ``SpecError`` names the field. (The recipe is the tenant's: ``daemon.api`` looks it up.)"""
     for name in ("include", "exclude"):
         for pattern in getattr(spec, name):
             try:
                 check_pattern(pattern)
             except ValueError as exc:
                 raise SpecError.at(name, f"{pattern!r}: {exc}") from None
+    if spec.page_webhook_url is not None:
+        check_webhook_url(str(spec.page_webhook_url), settings, "page_webhook_url")
     page_job(spec, "0" * 32, settings, ceiling)(spec.seeds()[0])
 
 
@@ -121,10 +124,9 @@ async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], setting
         return 0
     spec, tenant = held.spec, held.tenant
     fresh = [c for c, new in zip(found, await crawls.unseen(crawl_id, [c.url for c in found])) if new]
-    await crawls.count_skips(crawl_id, {SKIP.dedup: len(found) - len(fresh)})
     owner = _TenantNow(None, None) if tenant is None else await _owner(crawls, tenant, settings)
     if tenant is not None and owner.limits is None:
-        await crawls.count_skips(crawl_id, {SKIP.quota: len(fresh)})
+        await _skipped(crawls, crawl_id, {SKIP.dedup: len(found) - len(fresh), SKIP.quota: len(fresh)})
         return 0
     try:
         async with admitted(Quotas(crawls.redis, crawls.keys), tenant, owner.limits, len(fresh)) as admission:
@@ -134,13 +136,19 @@ async def grow(crawls: CrawlStore, crawl_id: str, found: list[FoundURL], setting
     except QuotaExceeded:
         if seeds:
             raise
-        await crawls.count_skips(crawl_id, {SKIP.quota: len(fresh)})
-        metrics.observe_crawl_skips({SKIP.quota: len(fresh)})
+        await _skipped(crawls, crawl_id, {SKIP.dedup: len(found) - len(fresh), SKIP.quota: len(fresh)})
         return 0
+    await _skipped(crawls, crawl_id, {SKIP.dedup: len(found) - len(fresh)})
     metrics.observe_crawl_pages("queued", len(made.job_ids))
-    metrics.observe_crawl_skips({SKIP.dedup: len(found) - len(fresh), SKIP.budget: len(fresh) - len(made.job_ids)})
+    metrics.observe_crawl_skips(made.skips())  # the script's own counts: what it added to the record's
     await publish_jobs(crawls.jobs, made.job_ids, made.specs, settings, tenant)
     return len(made.job_ids)
+
+
+async def _skipped(crawls: CrawlStore, crawl_id: str, skips: dict[str, int]) -> None:
+    """Count links not queued in the crawl's record and in Prometheus alike, so the two agree."""
+    await crawls.count_skips(crawl_id, skips)
+    metrics.observe_crawl_skips(skips)
 
 
 async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
@@ -210,6 +218,7 @@ async def resume_crawl(store: JobStore, crawl_id: str, settings: Settings) -> in
         raise CrawlNotCancelled(f"crawl {crawl_id} is running again (resumed already)")
     await crawls.start_clock(crawl_id, held.spec.max_duration, restart=True)
     metrics.observe_crawl_pages("queued", len(done.admitted.job_ids))
+    metrics.observe_crawl_skips(done.admitted.skips())
     await publish_jobs(crawls.jobs, done.admitted.job_ids, done.admitted.specs, settings, held.tenant)
     await crawls.batches.complete_if_done(held.batch_id)  # an empty frontier: it completes again at once
     await Finisher(store).batch_counted(held.batch_id)

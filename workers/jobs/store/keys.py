@@ -39,15 +39,18 @@ key                             type       holds
 ``P batch:{id}:jobs``           list       the batch's job ids in submission order; expires with it
 ``P batches``                   zset       batch ids, score creation time
 ``P crawl:{id}``                hash       a crawl (``crawls.store``): id, batch (its growing batch), spec
-                                           JSON, created_at, max_pages, deadline, queued, sitemap_pages,
-                                           sitemap_errors, ``skipped:{reason}`` counters; its batch's
-                                           hash names it (``crawl``), and the batch's completion expires
-                                           the crawl's four keys with the batch (``result_ttl``)
+                                           JSON, created_at, max_pages, max_pages_per_pattern, deadline,
+                                           queued, sitemap_pages, sitemap_errors, ``skipped:{reason}``
+                                           counters; its batch's hash names it (``crawl``), and the batch's
+                                           completion expires the crawl's six keys with the batch (``result_ttl``)
 ``P crawl:{id}:seen``           set        the crawl's normalised URLs queued (or refused by its budget):
                                            ``SADD`` in ``crawl_admit.lua`` is the one-visit rule
 ``P crawl:{id}:pages``          hash       job id -> JSON {url, depth, parent, final_url, canonical, links}
 ``P crawl:{id}:frontier``       hash       the cancelled crawl's unvisited URLs, kept to resume from: URL ->
-                                           JSON {url, depth, parent, sitemaps, job (the cancelled queued job)}
+                                           JSON {url, depth, parent, sitemaps, pattern, job (the cancelled queued job)}
+``P crawl:{id}:patterns``       hash       URL pattern (``crawls.urls.pattern``) -> pages queued of it: the
+                                           per-pattern cap, checked and counted in ``crawl_admit.lua``
+``P crawl:{id}:traps``          hash       URL pattern -> links skipped because it was at its cap
 ``P crawls``                    zset       crawl ids, score creation time
 ``P schedule:{id}``             hash       a schedule (``schedules.store``): spec JSON, runs, skipped,
                                            last_batch, last_run_at
@@ -237,6 +240,12 @@ class Keys:
 
     def crawl_frontier(self, crawl_id: str) -> str:
         return f"{self.prefix}crawl:{crawl_id}:frontier"
+
+    def crawl_patterns(self, crawl_id: str) -> str:
+        return f"{self.prefix}crawl:{crawl_id}:patterns"
+
+    def crawl_traps(self, crawl_id: str) -> str:
+        return f"{self.prefix}crawl:{crawl_id}:traps"
 
     @property
     def crawls(self) -> str:

@@ -40,7 +40,7 @@ FEATURES: tuple[type[Feature], ...] = (
     HumanHelp,  # prepare: a job that may ask a human (request_human, pushed inputs) reaches its record
     LiveViews,  # during: the screencast while someone watches (faster while someone controls it)
     Takeovers,  # during: an operator's input events replayed on the tab while they control it
-    Crawls,  # settle: a crawl's page queues the pages it found (its data, in extract mode)
+    Crawls,  # prepare: a recipe replayed on the crawl's page; settle: the page queues the pages it found
     IncrementalRuns,  # prepare: a scheduled page's last read; settle: this run's read, kept for the next
     ResultLimits,  # settle: the result's size limit, large results offloaded
     KeptSessions,  # settle/after: the session kept for follow-ups

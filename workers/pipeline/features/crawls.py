@@ -14,7 +14,9 @@ queued (the same order as one list, so the same budget; the workers visit the li
 A page whose job was cancelled (the crawl's cancel) before it opened the page goes to the crawl's
 frontier, as its queued pages do, for a resume to visit.
 
-In ``extract`` mode the page's data is its text as markdown and its in-scope links.
+In ``extract`` mode the page's data is its text as markdown and its in-scope links. In ``recipe``
+mode (prepare) the recipe is replayed on the page the job visits, not on the recipe's own start URL
+(``RecipeReplay`` sets the job up as the recipe's, start URL included, just before).
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ class Crawls(Feature):
         self.crawls = CrawlStore(services.store) if services.store is not None else None
         self.robots = (RobotsCache(services.redis, services.keys, self.settings.robots_ttl)
                        if services.redis is not None else None)
+
+    async def prepare(self, run: JobRun) -> None:
+        """A crawl's page replaying a recipe opens its own page: the recipe's steps run there."""
+        crawl_id = run.spec.labels.get(CRAWL_LABEL)
+        if run.inputs.replay is None or run.spec.start_url is None or self.crawls is None or not crawl_id \
+                or not is_id(crawl_id) or await self.crawls.page(crawl_id, run.job_id) is None:
+            return
+        run.inputs.spec = run.inputs.spec.model_copy(update={"start_url": run.spec.start_url})
 
     async def settle(self, run: JobRun, result: JobResult) -> JobResult:
         crawl_id = run.spec.labels.get(CRAWL_LABEL)
