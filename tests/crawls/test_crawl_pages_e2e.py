@@ -11,6 +11,7 @@ worker with Chromium, the generated site, a real webhook receiver):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import urllib.request
@@ -24,6 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.batches.helpers import batch, wait_completed
 from tests.batches.helpers import results as batch_results
+from tests.batches.test_cli import browserd
+from tests.crawls.test_crawls_e2e import crawl
 from tests.queue.stack import Stack, stack, wait_until
 from tests.queue.test_politeness import worker_sample
 from tests.support.crawl_site import CrawlSite
@@ -84,17 +87,8 @@ class Receiver:
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    try:
+    with contextlib.closing(Receiver()) as r:
         yield r
-    finally:
-        r.close()
-
-
-def crawl(s: Stack, body: dict[str, Any]) -> dict[str, Any]:
-    status, record = s.call("POST", "/v1/crawls", body)
-    assert status == 201, record
-    return record
 
 
 def save_recipe(s: Stack, recipe: Recipe) -> None:
@@ -190,3 +184,30 @@ def test_prometheus_counts_the_skips_the_records_count(crawler: Stack) -> None:
     after = _skip_counts(crawler)
     for reason in after:
         assert after[reason] - before[reason] == sum(r["skipped"][reason] for r in records), (reason, records)
+
+
+def test_the_cli_crawls_with_a_recipe_a_page_webhook_and_a_cap(crawler: Stack, receiver: Receiver) -> None:
+    with CrawlSite(sections=1, items=3, orphans=0) as site:
+        save_recipe(crawler, Recipe(name="cli-heading", task="read the heading", params={"part": "x"},
+                                    steps=[RecipeStep(action="extract_fields", params={"fields": {"title": "h1"}})]))
+        done = browserd(crawler, "crawl", site.url("/section/0"), "--max-depth", "1", "--recipe", "cli-heading",
+                        "--param", "part=y", "--page-webhook", receiver.url + "/cli", "--max-pages-per-pattern", "2",
+                        "--spec", '{"robots_sitemaps": false}', "--wait", "--json")
+        assert done.returncode == 0, done.stderr.decode()
+        record = json.loads(done.stdout)
+        assert record["spec"]["recipe"] == "cli-heading" and record["spec"]["params"] == {"part": "y"}
+        assert record["spec"]["max_pages_per_pattern"] == 2 and record["skipped"]["trap"] == 1  # 3 items, 2 queued
+        assert record["traps"][0]["pattern"].endswith("/item/{n}/{n}") and "trap 1" in done.stderr.decode()
+        wait_until(lambda: len(receiver.posts) >= record["queued"], 120, "a webhook per page")
+        assert len(receiver.posts) == record["queued"] == 4  # the section, two items, home
+
+        nocap = browserd(crawler, "crawl", site.url("/about"), "--max-depth", "0", "--max-pages-per-pattern", "0",
+                         "--spec", '{"robots_sitemaps": false}', "--json")
+        assert nocap.returncode == 0 and json.loads(nocap.stdout)["spec"]["max_pages_per_pattern"] is None
+        for args, says in ((["--recipe", "no-such"], "recipe"), (["--recipe", "cli-heading"], "params.part"),
+                           (["--recipe", "cli-heading", "--param", "part"], "NAME=VALUE"),
+                           (["--page-webhook", "http://10.0.0.1/x"], "page_webhook_url"),
+                           (["--max-pages-per-pattern", "-3"], "max_pages_per_pattern"),
+                           (["--task", "t", "--recipe", "cli-heading"], "not allowed with")):
+            refused = browserd(crawler, "crawl", site.url("/"), *args)
+            assert refused.returncode != 0 and says in refused.stderr.decode(), (args, refused.stderr.decode())

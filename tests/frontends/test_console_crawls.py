@@ -180,3 +180,19 @@ def test_a_crawl_schedules_runs_link_their_crawls(stack: tuple[TestClient, str])
     assert api.get(f"/ui/crawls/{cid}").status_code == 200
     sign_in(api, key_of(tenant(api, "beta")))
     assert api.get(f"/ui/crawls/{cid}").status_code == 404
+
+
+def test_a_crawls_traps_are_shown_escaped(stack: tuple[TestClient, str]) -> None:
+    """The patterns that reached max_pages_per_pattern, with their skipped links: a site controls
+    its URLs, so the patterns are shown escaped."""
+    api, redis_url = stack
+    cid = started(api, {}, max_pages_per_pattern=1)["id"]
+    found = [FoundURL(f"https://shop.example/{HOSTILE}/{n}", 1, "https://shop.example/") for n in range(3)]
+    on_store(redis_url, lambda crawls: grow(crawls, cid, found, load_settings(redis_url=redis_url)))
+    record = api.get(f"/v1/crawls/{cid}").json()
+    assert record["skipped"]["trap"] == 2 and record["traps"][0]["skipped"] == 2, record
+    sign_in(api, ADMIN)
+    for path in (f"/ui/crawls/{cid}", f"/ui/crawls/{cid}/summary"):
+        text = api.get(path).text
+        assert "Crawler traps" in text and 'data-skipped="trap">2<' in text, path
+        assert "<script>alert" not in text and "&lt;script&gt;alert(" in text and "/{n}</td>" in text, path

@@ -73,6 +73,12 @@ async def test_bad_crawl_input_is_refused_naming_the_field(frontend_stack: tuple
         assert "output_schema" in error_text(await client.call_tool("start_crawl", {
             "start_urls": ["http://shop.example/"], "output_schema": {"type": "object"}}))
         assert "start_urls" in error_text(await client.call_tool("start_crawl", {"start_urls": ["ftp://x.example/"]}))
+        assert "recipe" in error_text(await client.call_tool("start_crawl", {
+            "start_urls": ["http://shop.example/"], "recipe": "no-such-recipe"}))
+        assert "page_webhook_url" in error_text(await client.call_tool("start_crawl", {
+            "start_urls": ["http://shop.example/"], "page_webhook_url": "http://169.254.169.254/latest"}))
+        assert "max_pages_per_pattern" in error_text(await client.call_tool("start_crawl", {
+            "start_urls": ["http://shop.example/"], "max_pages_per_pattern": 0}))
         typo = error_text(await client.call_tool("start_crawl", {"start_url": "http://shop.example/"}))
         assert "unknown argument 'start_url'; start_crawl takes " in typo
         assert "no crawl with id" in error_text(await client.call_tool("crawl_status", {"crawl_id": "0" * 32}))
