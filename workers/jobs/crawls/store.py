@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 MAX_SITEMAP_ERRORS = 20  # sitemap errors kept in the record
 READ_CHUNK = 200  # crawl ids read from the index per round trip when listing
+LASTMOD = "lastmod"  # the pages hash's field "lastmod <url>": the sitemaps' lastmod of that page
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,21 @@ class PageInfo:
     depth: int
     parent: str | None
     sitemaps: bool
+    retried_as: str | None = None  # the site refused this job's visit: that job visits the page again
+
+
+@dataclass(frozen=True)
+class Retried:
+    """What ``retry`` did: ``job_id`` stands for the refused job (None: no retry: ``why``), ``new``
+    when this call queued it (publish it; else an earlier attempt of the refused job did)."""
+
+    job_id: str | None
+    why: str
+    spec: Any = None
+
+    @property
+    def new(self) -> bool:
+        return self.why == "queued"
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,7 @@ class CrawlStore:
         self.keys = jobs.keys
         self._admit = self.redis.register_script(source("crawl_admit", CREATE_ONE=source("job_create")))
         self._resume = self.redis.register_script(source("crawl_resume", CREATE_ONE=source("job_create")))
+        self._retry = self.redis.register_script(source("crawl_retry", CREATE_ONE=source("job_create")))
 
     async def create(self, spec: CrawlSpec, schedule_id: str | None = None, tenant: str | None = None) -> CrawlIds:
         """Record a crawl and its (empty) batch (a run of ``schedule_id``, when given; ``tenant``'s,
@@ -206,6 +223,17 @@ class CrawlStore:
         ids = list(reply[1:])
         return Resumed(reply[0] == "ok", Admitted(ids, [made[i] for i in ids]))
 
+    async def retry(self, held: HeldCrawl, crawl_id: str, job_id: str, page: Any, admission: str | None = None) -> Retried:
+        """Queue the page the site refused to job ``job_id`` again, once per refused job and at most
+        the spec's ``retry_blocked`` times per page (``crawl_retry.lua``); ``page`` is its ``PageJob``
+        (``lifecycle.crawling.page_job``), ``admission`` as for ``admit``."""
+        args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=held.batch_id, tenant=held.tenant,
+                                     admission=admission)
+        keys = [self.keys.crawl(crawl_id), self.keys.crawl_pages(crawl_id), self.keys.batch(held.batch_id),
+                self.keys.batch_jobs(held.batch_id)]
+        reply = await self._retry(keys=keys, args=[job_id, held.spec.retry_blocked, json.dumps(args)])
+        return Retried(reply[1] if len(reply) > 1 else None, reply[0], page.spec)
+
     async def mark_seen(self, crawl_id: str, urls: list[str]) -> None:
         """URLs a visited page is also known by (its final URL, its canonical): never queued after."""
         if urls:
@@ -224,12 +252,21 @@ class CrawlStore:
         if errors:
             await self.redis.hset(key, "sitemap_errors", json.dumps(errors[:MAX_SITEMAP_ERRORS]))
 
+    async def note_lastmod(self, crawl_id: str, lastmods: dict[str, str]) -> None:
+        """When the sitemaps say each page (normalised URL) last changed, for its results line: kept
+        in the pages hash as ``lastmod <url>`` (no job id has a space), so it expires, persists and
+        goes with the crawl as its pages do."""
+        if lastmods:
+            await self.redis.hset(self.keys.crawl_pages(crawl_id),
+                                  mapping={f"{LASTMOD} {url}": when for url, when in lastmods.items()})
+
     async def page(self, crawl_id: str, job_id: str) -> PageInfo | None:
         raw = await self.redis.hget(self.keys.crawl_pages(crawl_id), job_id)
         if raw is None:
             return None
         data = json.loads(raw)
-        return PageInfo(data["url"], int(data["depth"]), data.get("parent") or None, bool(data.get("sitemaps")))
+        return PageInfo(data["url"], int(data["depth"]), data.get("parent") or None, bool(data.get("sitemaps")),
+                        data.get("retried_as") or None)
 
     async def note_page(self, crawl_id: str, job_id: str, **found: Any) -> None:
         """What the visit found (final URL, canonical, links), kept with the page for its results line."""
@@ -249,11 +286,16 @@ class CrawlStore:
             return None
         counts = batch.counts
         skipped = CrawlSkips(**{k: int(raw.get(f"skipped:{k}") or 0) for k in CrawlSkips.model_fields})
+        retried = int(raw.get("retried") or 0)
+        # each refused visit queued again is one failed job of the batch but not a failed page (its
+        # retry's line says how the page ended); a refused job not yet recorded is not counted yet
+        failed = max(0, counts.failed - retried)
         return CrawlRecord(
             id=crawl_id, batch_id=raw["batch"], tenant=raw.get("tenant") or None, state=batch.state,
             discovered=await self.redis.scard(self.keys.crawl_seen(crawl_id)),
             queued=int(raw.get("queued") or 0), resumed=int(raw.get("resumed") or 0),
-            frontier=await self.redis.hlen(self.keys.crawl_frontier(crawl_id)), visited=counts.succeeded + counts.failed, failed=counts.failed, counts=counts,
+            frontier=await self.redis.hlen(self.keys.crawl_frontier(crawl_id)),
+            visited=counts.succeeded + failed, failed=failed, retried=retried, counts=counts,
             skipped=skipped, sitemap_pages=int(raw.get("sitemap_pages") or 0),
             sitemap_errors=json.loads(raw.get("sitemap_errors") or "[]"),
             spec=CrawlSpec.model_validate_json(raw["spec"]),
@@ -298,13 +340,15 @@ class CrawlStore:
         pages = await self.redis.hgetall(self.keys.crawl_pages(crawl_id))
         async for line in self.batches.results(batch_id, artifacts):
             page = json.loads(pages.get(line.id) or "{}")
-            if page.get("resumed_as"):  # cancelled before it ran, queued again by a resume: that job's line says
+            url = page.get("url", "")
+            if page.get("resumed_as") or page.get("retried_as"):  # queued again (by a resume, or after the site
+                # refused it): that job's line says
                 continue
-            yield CrawlLine(url=page.get("url", ""), depth=int(page.get("depth") or 0), parent=page.get("parent"),
+            yield CrawlLine(url=url, depth=int(page.get("depth") or 0), parent=page.get("parent"),
                             job_id=line.id, status=line.status, final_url=page.get("final_url"),
                             canonical=page.get("canonical"), links=page.get("links"), data=line.data,
                             final_answer=line.final_answer, error=line.error, category=line.category,
-                            reused_from=line.reused_from)
+                            lastmod=pages.get(f"{LASTMOD} {url}"), reused_from=line.reused_from)
 
     async def of_batches(self, batch_ids: list[str]) -> list[str | None]:
         """The crawl whose pages each batch holds (None: a plain batch): a crawl schedule's runs are
