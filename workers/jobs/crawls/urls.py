@@ -88,7 +88,8 @@ def normalise(url: str, tracking: Iterable[str] = DEFAULT_TRACKING, slashes: Sla
     netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     tracking = tuple(tracking)
     query = sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _tracked(k, tracking))
-    path = slashed(parts.path or "/", slashes.rule(host, DEFAULT_PORTS[scheme] if port is None else port) if slashes.sites else slashes.default)
+    rule = slashes.rule(host, DEFAULT_PORTS[scheme] if port is None else port) if slashes.sites else slashes.default
+    path = slashed(parts.path or "/", rule)
     return urlunsplit((scheme, netloc, path, urlencode(query), ""))
 
 

@@ -201,6 +201,7 @@ class Crawls(Feature):
         errors: list[str] = []
         lastmods: dict[str, datetime] = {}
         old: set[str] = set()
+        listed = 0
         while queue and len(read) < SITEMAP_FILES:
             address = queue.pop(0)
             if address in read:
@@ -220,6 +221,7 @@ class Crawls(Feature):
                 url = spec.normalise(entry.loc)
                 if url is None or not scope.admits(url):
                     continue
+                listed += 1
                 when = lastmod_time(entry.lastmod)
                 if when is not None:
                     lastmods[url] = max(when, lastmods.get(url, when))
@@ -229,7 +231,7 @@ class Crawls(Feature):
                     pages.append(FoundURL(url, 0, address))
         old -= {c.url for c in pages}  # listed twice, once recent enough (or with no lastmod): queued
         skips[SKIP.lastmod] += len(old)
-        await self.crawls.note_sitemaps(crawl_id, len(pages) + len(old), errors)
+        await self.crawls.note_sitemaps(crawl_id, listed, errors)
         await self.crawls.note_lastmod(crawl_id, {url: when.isoformat() for url, when in lastmods.items()})
         return pages
 
