@@ -120,6 +120,89 @@ def test_crawl_delay_spaces_the_sites_pages(crawler: Stack) -> None:
         assert spaced and all(w["min_delay"] == 1 for w in spaced)  # the site's Crawl-delay, as the domain's delay
 
 
+def test_a_fractional_crawl_delay_spaces_the_sites_pages_by_that_fraction(crawler: Stack) -> None:
+    """robots.txt's ``Crawl-delay: 0.5``: half a second between two page requests at the site, measured there."""
+    with CrawlSite(sections=1, items=12, orphans=0, crawl_delay=0.5) as site:
+        record = crawl(crawler, {"start_urls": [site.url("/section/0")], "max_depth": 1, "robots_sitemaps": False,
+                                 "exclude": ["/calendar/"]})
+        final = finished(crawler, record["id"])
+        assert final["visited"] == 14  # the section, its twelve items, home
+        waits = [data for line in results(crawler, record["id"])
+                 for kind, data in crawler.events(line["job_id"]) if kind == "politeness"]
+        spaced = [w for w in waits if w.get("kind") == "navigation"]
+        assert spaced and all(w["min_delay"] == 0.5 for w in spaced)
+        starts = sorted(site.starts)
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        # The 13 pages the section links were found at once, and 4 could run at once: their
+        # navigations were reserved half a second apart, 6 s from the first to the last. Each reaches
+        # the site some time after its turn (a context's first navigation is slower), so one gap may
+        # be short and the next long: the span is measured, less that latency (up to 0.8 s). With no
+        # delay (the fraction dropped, as before) the 13 would have come in about a second.
+        assert len(starts) == 14 and starts[-1] - starts[1] >= 12 * 0.5 - 0.8, gaps
+
+
+def test_a_trailing_slash_rule_makes_a_and_a_slash_one_page(crawler: Stack) -> None:
+    """A site that answers /about and /about/ alike: kept as written (the default), they are two
+    pages; under strip, or a site rule of add, each is visited once, under the rule's spelling."""
+    with CrawlSite(sections=2, items=1, orphans=0, slashes=True) as site:
+        base = {"start_urls": [site.url("/")], "max_depth": 1, "robots_sitemaps": False, "exclude": ["/calendar/"]}
+        kept = finished(crawler, crawl(crawler, base)["id"])
+        slashed = {site.url(p) for p in ("/about/", "/about////", "/section/0/", "/item/0/0/")}
+        assert set(site.slashed_visits()) == slashed
+        assert kept["visited"] == len(site.visits)
+
+        site.visits.clear()
+        record = crawl(crawler, {**base, "trailing_slash": "strip"})
+        stripped = finished(crawler, record["id"])
+        lines = results(crawler, record["id"])
+        assert site.slashed_visits() == [] and [u for u, n in site.visits.items() if n > 1] == []
+        assert {line["url"] for line in lines} == set(site.visits) >= {site.url("/"), site.url("/about"),
+                                                                       site.url("/item/0/0")}
+        assert stripped["visited"] == len(lines) == kept["visited"] - len(slashed) and stripped["skipped"]["dedup"] > 0
+
+        site.visits.clear()
+        record = crawl(crawler, {**base, "trailing_slash": "strip", "trailing_slash_sites": {"127.0.0.1": "add"}})
+        added = finished(crawler, record["id"])
+        urls = {line["url"] for line in results(crawler, record["id"])}
+        assert urls == set(site.visits) and [u for u, n in site.visits.items() if n > 1] == []
+        assert {site.url("/about/"), site.url("/section/1/"), site.url("/item/0/0/"), site.url("/")} <= urls
+        assert site.url("/about") not in urls and added["visited"] == stripped["visited"]
+
+        status, answer = crawler.call("POST", "/v1/crawls", {**base, "trailing_slash_sites": {"http://x/": "add"}})
+        assert status == 422 and "trailing_slash_sites" in [f["field"] for f in answer["fields"]], answer
+
+
+def test_sitemap_modified_since_keeps_the_sitemap_pages_changed_since_and_lines_carry_lastmod(crawler: Stack) -> None:
+    """Orphan n was last modified on 2026-10-(n+1): since the 15th, orphans 14 to 19 are queued,
+    0 to 13 counted skipped.lastmod; pages the sitemap gives no readable lastmod (none, or
+    nonsense) are queued as ever."""
+    with CrawlSite(sections=1, items=2, orphans=20) as site:
+        record = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 0,
+                                 "sitemap_modified_since": "2026-10-15T01:00:00+02:00"})  # 10-14 23:00 UTC
+        final = finished(crawler, record["id"])
+        by_url = {line["url"]: line for line in results(crawler, record["id"])}
+        recent = {site.url(f"/orphan/{n}") for n in range(14, 20)}
+        assert set(by_url) == set(site.visits) == recent | {site.url("/"), site.url("/item/0/1")}
+        assert final["skipped"]["lastmod"] == 14 and final["failed"] == 0
+        assert final["sitemap_pages"] == 24  # in scope, as listed: 20 orphans and 4 others (2 of them one page)
+        for n in range(14, 20):
+            assert by_url[site.url(f"/orphan/{n}")]["lastmod"] == f"{site.lastmod(n)}T00:00:00+00:00"
+        assert by_url[site.url("/")]["lastmod"] is None and by_url[site.url("/item/0/1")]["lastmod"] is None
+
+        site.visits.clear()
+        record = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 0})
+        everything = finished(crawler, record["id"])
+        lines = results(crawler, record["id"])
+        assert everything["skipped"]["lastmod"] == 0 and len(lines) == 22
+        assert {line["lastmod"] for line in lines if "/orphan/" in line["url"]} == \
+            {f"{site.lastmod(n)}T00:00:00+00:00" for n in range(20)}
+
+        for bad in ("yesterday", 2026, "2026-02-30", "x" * 100):
+            status, answer = crawler.call("POST", "/v1/crawls", {"start_urls": [site.url("/")],
+                                                                 "sitemap_modified_since": bad})
+            assert status == 422 and "sitemap_modified_since" in [f["field"] for f in answer["fields"]], answer
+
+
 def test_bad_crawls_are_refused_naming_the_field(crawler: Stack) -> None:
     before = crawler.redis.zcard("browserd:crawls")
     cases = [
@@ -234,9 +317,11 @@ def test_a_429_with_retry_after_slows_the_site_for_every_page_after_it(crawler: 
     retry_after = 10  # long enough that the pages found on the 429 page come within it, even on a loaded machine
     try:
         with CrawlSite(sections=1, items=1, orphans=0, busy=retry_after) as site:
-            record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 1, "robots_sitemaps": False})
+            record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 1, "robots_sitemaps": False,
+                                     "retry_blocked": 0})  # the refusal as it stands (retries: the test below)
             final = finished(crawler, record["id"])
-            assert final["visited"] == 3  # /busy, then the two pages its 429 page links
+            assert final["visited"] == 3 and final["retried"] == 0  # /busy, then the two pages its 429 page links
+            assert site.visits[site.url("/busy")] == 1
             by_url = {line["url"]: line for line in results(crawler, record["id"])}
             busy = [data for kind, data in crawler.events(by_url[site.url("/busy")]["job_id"])
                     if kind == "politeness" and data.get("kind") == "backoff"]
@@ -257,5 +342,46 @@ def test_a_429_with_retry_after_slows_the_site_for_every_page_after_it(crawler: 
             assert worker_sample(crawler, "browserd_politeness_backoffs_total", reason="http_429") == 1
             assert worker_sample(crawler, "browserd_crawl_pages_total", outcome="succeeded") >= 2
             assert worker_sample(crawler, "browserd_crawl_pages_total", outcome="failed") >= 1
+    finally:
+        crawler.redis.delete("browserd:polite:127.0.0.1:backoff")
+
+
+def test_a_page_the_site_refused_is_visited_again_once_the_site_recovers(crawler: Stack) -> None:
+    """/busy answers 429 (Retry-After 1) once, then 200: the crawl visits it again after the
+    back-off, as the same page (queued once, one results line: the succeeded visit); a page the
+    site keeps refusing is tried ``retry_blocked`` times more, then fails as refused."""
+    try:
+        with CrawlSite(sections=1, items=1, orphans=0, busy=1, busy_for=1) as site:
+            record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 1, "robots_sitemaps": False})
+            final = finished(crawler, record["id"])
+            lines = results(crawler, record["id"])
+            by_url = {line["url"]: line for line in lines}
+            assert site.visits[site.url("/busy")] == 2 and site.busy_served == 1  # refused, then read: once
+            busy = by_url[site.url("/busy")]
+            assert (busy["status"], busy["category"], busy["depth"], busy["parent"]) == ("succeeded", None, 0, None)
+            assert "Busy, served" in busy["data"]["markdown"]
+            assert len(lines) == final["queued"] == final["visited"] == 3 and final["failed"] == 0
+            assert final["retried"] == 1 and final["counts"]["failed"] == 1 and final["counts"]["succeeded"] == 3
+            assert [u for u, n in site.visits.items() if n > 1 and u != site.url("/busy")] == []
+            first = [j for j in crawler.redis.lrange(f"browserd:batch:{final['batch_id']}:jobs", 0, -1)
+                     if j != busy["job_id"]][0]
+            refused = crawler.job(first)
+            assert refused["state"] == "failed" and refused["result"]["category"] == "blocked_by_site", refused
+            assert f"visited again later in the run (job {busy['job_id']})" in refused["result"]["error"]
+        crawler.redis.delete("browserd:polite:127.0.0.1:backoff")
+
+        with CrawlSite(sections=1, items=1, orphans=0, busy=1) as site:  # refuses for ever
+            record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 0, "robots_sitemaps": False,
+                                     "retry_blocked": 1, "max_pages": 1})
+            final = finished(crawler, record["id"])
+            lines = results(crawler, record["id"])
+            assert site.visits[site.url("/busy")] == 2 and site.busy_served == 0
+            assert len(lines) == final["queued"] == final["visited"] == final["failed"] == 1  # one page, its budget
+            assert final["retried"] == 1 and final["counts"]["failed"] == 2 and final["skipped"]["budget"] == 0
+            assert (lines[0]["status"], lines[0]["category"]) == ("failed", "blocked_by_site")
+            assert "visited again" not in lines[0]["error"]  # the last try: none after it
+
+        status, answer = crawler.call("POST", "/v1/crawls", {"start_urls": [site.url("/")], "retry_blocked": 11})
+        assert status == 422 and "retry_blocked" in [f["field"] for f in answer["fields"]], answer
     finally:
         crawler.redis.delete("browserd:polite:127.0.0.1:backoff")

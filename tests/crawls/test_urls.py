@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
+from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.crawls.scope import Scope, check_pattern
-from workers.jobs.crawls.urls import normalise
+from workers.jobs.crawls.urls import TrailingSlash, normalise
 
 
 @pytest.mark.parametrize(("given", "expected"), [
@@ -55,3 +57,62 @@ def test_a_pattern_re2_cannot_compile_is_refused() -> None:
     assert check_pattern(r"/docs/\d+") == r"/docs/\d+"
     with pytest.raises(ValueError, match="RE2"):
         check_pattern(r"(a)\1")  # a backreference: RE2 has none (no catastrophic backtracking)
+
+
+def slash_spec(**fields: object) -> CrawlSpec:
+    return CrawlSpec.model_validate({"start_urls": ["http://shop.example/"], **fields})
+
+
+def test_trailing_slashes_are_kept_as_written_by_default() -> None:
+    spec = slash_spec()
+    assert spec.trailing_slash is TrailingSlash.keep
+    assert spec.normalise("http://shop.example/a/") == "http://shop.example/a/" == normalise("http://shop.example/a/")
+    assert spec.normalise("http://shop.example/a") == "http://shop.example/a"
+
+
+@pytest.mark.parametrize(("rule", "given", "expected"), [
+    ("strip", "http://shop.example/a/", "http://shop.example/a"),
+    ("strip", "http://shop.example/a", "http://shop.example/a"),
+    ("strip", "http://shop.example/a///?b=1#x", "http://shop.example/a?b=1"),
+    ("strip", "http://shop.example/", "http://shop.example/"),  # the root is never stripped
+    ("strip", "http://shop.example//", "http://shop.example/"),
+    ("strip", "http://shop.example", "http://shop.example/"),
+    ("add", "http://shop.example/a", "http://shop.example/a/"),
+    ("add", "http://shop.example/a/", "http://shop.example/a/"),
+    ("add", "http://shop.example/a///", "http://shop.example/a/"),
+    ("add", "http://shop.example/a.b/", "http://shop.example/a.b/"),
+    ("add", "http://shop.example/a?b=1", "http://shop.example/a/?b=1"),
+    ("add", "http://shop.example/feed.xml", "http://shop.example/feed.xml"),  # a file name stays as it is
+    ("add", "http://shop.example/v1.2/docs", "http://shop.example/v1.2/docs/"),
+    ("add", "http://shop.example", "http://shop.example/"),
+])
+def test_a_trailing_slash_rule_spells_a_and_a_slash_as_one_page(rule: str, given: str, expected: str) -> None:
+    assert slash_spec(trailing_slash=rule).normalise(given) == expected
+
+
+def test_a_sites_own_rule_wins_over_the_crawls_and_the_most_specific_site_wins() -> None:
+    spec = slash_spec(trailing_slash="strip", trailing_slash_sites={
+        "Docs.Example.": "add", "api.docs.example": "keep", "127.0.0.1:8080": "add"})
+    assert spec.trailing_slash_sites == {"docs.example": "add", "api.docs.example": "keep", "127.0.0.1:8080": "add"}
+    assert spec.normalise("http://shop.example/a/") == "http://shop.example/a"
+    assert spec.normalise("https://docs.example/a") == "https://docs.example/a/"
+    assert spec.normalise("https://www.docs.example/a") == "https://www.docs.example/a/"  # a subdomain too
+    assert spec.normalise("https://api.docs.example/a") == "https://api.docs.example/a"
+    assert spec.normalise("https://api.docs.example/a/") == "https://api.docs.example/a/"
+    assert spec.normalise("http://127.0.0.1:8080/a") == "http://127.0.0.1:8080/a/"
+    assert spec.normalise("http://127.0.0.1:9090/a/") == "http://127.0.0.1:9090/a"  # another port: the default
+    spec = slash_spec(trailing_slash_sites={"shop.example:443": "strip"})
+    assert spec.normalise("https://shop.example/a/") == "https://shop.example/a"  # the scheme's default port
+    assert spec.normalise("http://shop.example/a/") == "http://shop.example/a/"
+
+
+@pytest.mark.parametrize("fields", [
+    {"trailing_slash": "sideways"}, {"trailing_slash": None}, {"trailing_slash_sites": {"shop.example": "drop"}},
+    {"trailing_slash_sites": {"http://shop.example/": "strip"}}, {"trailing_slash_sites": {"": "strip"}},
+    {"trailing_slash_sites": {"a b": "strip"}}, {"trailing_slash_sites": ["shop.example"]},
+    {"trailing_slash_sites": {f"s{n}.example": "strip" for n in range(101)}},
+])
+def test_a_bad_trailing_slash_rule_is_refused_naming_its_field(fields: dict[str, object]) -> None:
+    with pytest.raises(ValidationError) as caught:
+        slash_spec(**fields)
+    assert caught.value.errors()[0]["loc"][0] == next(iter(fields))

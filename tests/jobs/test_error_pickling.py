@@ -33,6 +33,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "SpecError": ([FieldProblem("options.max_steps", "too many", None)],),
     "QueueUnavailable": ("no broker",),
     "CrawlNotCancelled": ("crawl 0 was not cancelled (completed)",),
+    "PageRequeued": ("the site refused this page's visit and job 0 visits it again",),
     "CredentialsMissing": ("shop",),
     "RecipeUnavailable": ("recipe gone",),
     "InputFileMissing": ("0" * 32, "report.csv"),

@@ -13,7 +13,8 @@ SCRIPTS = sorted(p.name.removesuffix(".lua") for p in files("workers.jobs.store.
                  if p.name.endswith(".lua"))
 
 
-@pytest.mark.parametrize("name", [n for n in SCRIPTS if n not in ("batch_create_many", "crawl_admit", "crawl_resume")])
+@pytest.mark.parametrize("name", [n for n in SCRIPTS if n not in ("batch_create_many", "crawl_admit", "crawl_resume",
+                                                "crawl_retry")])
 def test_every_script_loads_with_nothing_left_to_fill(name: str) -> None:
     text = source(name)
     assert "${" not in text and "--! prelude" not in text
@@ -34,7 +35,7 @@ def test_a_batch_runs_the_job_create_script_once_per_job() -> None:
         source("batch_create_many")  # the part it needs was not given
 
 
-@pytest.mark.parametrize("name", ["batch_create_many", "crawl_admit"])
+@pytest.mark.parametrize("name", ["batch_create_many", "crawl_admit", "crawl_resume", "crawl_retry"])
 def test_scripts_that_embed_job_create_load_with_it(name: str) -> None:
     text = source(name, CREATE_ONE=source("job_create"))
     assert "${" not in text and "--! prelude" not in text

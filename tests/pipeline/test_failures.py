@@ -55,6 +55,7 @@ from workers.jobs.errors import (
     HardLimitReached,
     InputFileMissing,
     JobVanished,
+    PageRequeued,
     RecipeUnavailable,
     ResultTooLarge,
     RunBackstop,
@@ -102,6 +103,7 @@ LISTED: list[tuple[BaseException, C]] = [
     (ResultTooLarge(2_000_000, 1_000_000), C.invalid_output),
     (SchemaCheckExpired(10), C.invalid_output),
     (ProxyFailed("127.0.0.1:3128 refused the connection"), C.proxy_error),
+    (PageRequeued("the site refused this page's visit and job 0 visits it again"), C.blocked_by_site),
     (SecretDomainRefused("password", "http://evil.localhost/", ["shop.localhost"]), C.secret_domain_refused),
     # the browser
     (ResourceLimit("the page used 900 MiB"), C.resource_limit),

@@ -7,11 +7,16 @@ capitals; an endless calendar (``/calendar/{year}/{month}`` links the months bef
 trap only max_depth or max_pages stops); ``orphans`` pages linked from nowhere, listed by the
 sitemaps only (a sitemap index naming a gzip sitemap and a plain one, named by robots.txt); a
 ``/private/`` tree robots.txt disallows (linked from the home page and listed in a sitemap); a
-link to another site. ``crawl_delay`` adds a ``Crawl-delay`` line. ``hostile``: robots.txt also names
+link to another site. ``crawl_delay`` adds a ``Crawl-delay`` line (seconds, fractions too; ``starts``:
+when each page request arrived). ``hostile``: robots.txt also names
 a sitemap on the cloud metadata address, and the home page links private addresses, script and data
 URLs, and a thousand variants of one page differing only in tracking parameters and fragments.
 ``busy``: ``/busy`` answers 429 with ``Retry-After: {busy}`` (a page linking ``/about`` and
-``/section/0``), and the home page links it.
+``/section/0``), and the home page links it; with ``busy_for``, only its first ``busy_for`` requests:
+then it recovers and answers 200 (``busy_served``: the 200s it answered). ``slashes``: every page also answers with a trailing
+slash (``/about/`` is ``/about``), and the home page links ``/about/``, ``/about////``,
+``/section/0/?utm_source=x`` and ``/item/0/0/`` beside the slashless spellings (``slashed_visits``: the
+visits of a path spelt with one).
 
 ``hold`` makes each page's answer take that long, so pages visited at once overlap at the site
 (``most_in_flight``: the most page requests answered at once).
@@ -47,10 +52,13 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
 class CrawlSite:
-    def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0,
-                 hostile: bool = False, busy: int = 0, hold: float = 0.0) -> None:
+    def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: float = 0,
+                 hostile: bool = False, busy: int = 0, hold: float = 0.0, slashes: bool = False,
+                 busy_for: int = 0) -> None:
         self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
         self.busy = busy
+        self.busy_for = busy_for  # 429s /busy answers before it recovers (0: for ever)
+        self.busy_served = 0
         self.hold = hold  # seconds each page's answer takes (so visits at once overlap and show)
         self.in_flight = 0
         self.most_in_flight = 0  # the most page requests the site answered at once
@@ -58,7 +66,9 @@ class CrawlSite:
         self.gone: set[int] = set()  # orphans removed
         self.added = 0  # orphans added after the first ``orphans``
         self.hostile = hostile
+        self.slashes = slashes
         self.visits: Counter[str] = Counter()
+        self.starts: list[float] = []  # when each page request arrived (time.monotonic())
         self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
         self.lock = threading.Lock()
         site = self
@@ -102,6 +112,7 @@ class CrawlSite:
         page = not (path.startswith("/robots.txt") or path.startswith("/sitemap") or path == "/favicon.ico")
         if page:
             with self.lock:
+                self.starts.append(time.monotonic())
                 self.in_flight += 1
                 self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
@@ -143,6 +154,15 @@ class CrawlSite:
     def _orphans(self) -> list[int]:
         return [n for n in range(self.orphans + self.added) if n not in self.gone]
 
+    def slashed_visits(self) -> list[str]:
+        """Visited URLs whose path (the root apart) ends with a slash."""
+        return [url for url in self.visits if urlsplit(url).path.endswith("/") and urlsplit(url).path != "/"]
+
+    @staticmethod
+    def lastmod(orphan: int) -> str:
+        """The sitemap's lastmod of orphan page ``orphan`` (one day apart, from 2026-10-01 on)."""
+        return f"2026-10-{orphan % 28 + 1:02d}"
+
     def is_trap(self, url: str) -> bool:
         return urlsplit(url).path.startswith("/calendar/")
 
@@ -159,8 +179,15 @@ class CrawlSite:
             return 404, "text/plain", b""
         with self.lock:
             self.visits[normalise(self.url(path)) or path] += 1
+        if self.slashes:
+            route = route.rstrip("/") or "/"
         if route == "/busy" and self.busy:
-            return 429, "text/html; charset=utf-8", _html("Too many requests", ["/about", "/section/0"]).encode()
+            with self.lock:
+                refused = not self.busy_for or self.visits[normalise(self.url(path)) or path] <= self.busy_for
+                self.busy_served += not refused
+            if refused:
+                return 429, "text/html; charset=utf-8", _html("Too many requests", ["/about", "/section/0"]).encode()
+            return 200, "text/html; charset=utf-8", _html("Busy, served", ["/about", "/section/0"]).encode()
         html = self._page(route, parse_qs(parts.query))
         if html is None:
             return 404, "text/html", b"<html><body><h1>Not found</h1></body></html>"
@@ -188,8 +215,12 @@ class CrawlSite:
         return 404, "text/plain", b"no such sitemap"
 
     def _urlset(self, orphans: list[int], extra: list[str]) -> bytes:
-        locs = [self.url(f"/orphan/{n}") for n in orphans] + [self.url(p) for p in extra]
-        body = "".join(f"<url><loc>{loc}</loc><lastmod>2026-11-01</lastmod></url>" for loc in locs)
+        """Orphan ``n`` was last modified on 2026-10-(n+1) (``lastmod``); the ``extra`` pages say
+        nothing readable: the first none, the others nonsense."""
+        entries = [(self.url(f"/orphan/{n}"), f"<lastmod>{self.lastmod(n)}</lastmod>") for n in orphans]
+        entries += [(self.url(p), "" if i == 0 else "<lastmod>yesterday, probably</lastmod>")
+                    for i, p in enumerate(extra)]
+        body = "".join(f"<url><loc>{loc}</loc>{lastmod}</url>" for loc, lastmod in entries)
         return f"<?xml version='1.0' encoding='UTF-8'?><urlset {NS}>{body}</urlset>".encode()
 
     def _page(self, route: str, query: dict[str, list[str]]) -> str | None:
@@ -201,6 +232,8 @@ class CrawlSite:
                 f"http://127.0.0.1:{self.port}/section/0?fbclid=abc"]
             if self.busy:
                 links.append("/busy")
+            if self.slashes:
+                links += ["/about/", "/about////", "/section/0/?utm_source=x", "/item/0/0/", "/item/0/0"]
             if self.hostile:
                 links += ["http://10.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)",
                           "data:text/html,<b>x</b>", f"http://localhost:{self.port}/about"]

@@ -61,6 +61,7 @@ from workers.jobs.errors import (
     HardLimitReached,
     InputFileMissing,
     JobVanished,
+    PageRequeued,
     RecipeUnavailable,
     ResultTooLarge,
     RunBackstop,
@@ -110,6 +111,7 @@ CATEGORIES: dict[type[BaseException], FailureCategory] = {
     ResultTooLarge: FailureCategory.invalid_output,
     SchemaCheckExpired: FailureCategory.invalid_output,  # the data could not be shown valid in time
     ProxyFailed: FailureCategory.proxy_error,
+    PageRequeued: FailureCategory.blocked_by_site,  # the site refused it; another job visits the page again
     # the browser
     ResourceLimit: FailureCategory.resource_limit,
     cdp.ResourceLimitExceeded: FailureCategory.resource_limit,

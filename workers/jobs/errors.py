@@ -63,6 +63,11 @@ class SpecError(JobsError):
         return SpecError(problems, f"{prefix}: {self.summary}" if len(problems) == 1 else None)
 
 
+class PageRequeued(JobsError):
+    """A crawl's page job run again after its worker was lost, whose page the site had refused and
+    another job of the crawl now visits (``crawl_retry.lua``): it does not visit the site again."""
+
+
 class CrawlNotCancelled(JobsError):
     """Only a cancelled crawl may be resumed: this one completed, or is running (a resume already
     took it). The API answers 409."""

@@ -8,16 +8,18 @@ crawl's choice: ``extract`` (the page's text as markdown and its links; no model
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import lru_cache
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
-from config.hosts import normalise_entries
+from config.hosts import BadHost, normalise_entries, parse_entry
 from workers.jobs.model.bounds import Networks, Seconds
 from workers.jobs.batches.models import BatchCounts, BatchState
-from workers.jobs.crawls.urls import DEFAULT_TRACKING
+from workers.jobs.crawls.sitemaps import lastmod_time
+from workers.jobs.crawls.urls import DEFAULT_TRACKING, SlashRules, TrailingSlash, normalise
 from workers.jobs.model.spec import JobSpec, RecipeName, check_labels
 from workers.jobs.model.status import Priority
 from workers.jobs.politeness.options import PolitenessOptions
@@ -54,6 +56,10 @@ class CrawlSpec(BaseModel):
         description="Sitemaps (or sitemap indexes, gzip or not) whose pages are visited at depth 0; the start "
         "sites' robots.txt Sitemap lines are read too unless robots_sitemaps is false.")
     robots_sitemaps: bool = Field(True, description="Also read the sitemaps the start sites' robots.txt names.")
+    sitemap_modified_since: datetime | None = Field(
+        None, description="Queue only the sitemap pages whose lastmod is at or after this ISO date or datetime "
+        "(UTC unless it names a zone); pages the sitemap gives no lastmod are queued; the rest are counted "
+        "skipped.lastmod.")
     max_depth: int = Field(3, ge=0, le=100, description="Links followed at most this many hops from a start page.")
     max_pages: int = Field(100, ge=1, le=100_000, description="Pages visited at most (jobs created).")
     max_duration: float | None = Field(None, gt=0, le=7 * 86_400,
@@ -71,6 +77,12 @@ class CrawlSpec(BaseModel):
     tracking_params: list[str] = Field(
         default_factory=lambda: list(DEFAULT_TRACKING), max_length=100,
         description="Query parameters dropped from every URL before it is compared ('utm_*': a prefix).")
+    trailing_slash: TrailingSlash = Field(
+        TrailingSlash.keep, description="How a path's trailing slash is compared: keep (/a/ and /a are two pages), "
+        "strip (one page, /a; the root stays /) or add (one page, /a/; a file name with a dot stays as it is).")
+    trailing_slash_sites: dict[str, TrailingSlash] = Field(
+        default_factory=dict, max_length=100,
+        description="trailing_slash per site: {host: rule}; a host covers its subdomains, the most specific wins.")
     allowed_domains: list[str] = Field(
         default_factory=list, description="The domains (and subdomains) the crawl may visit; by default the "
         "registrable domains of its start URLs and sitemaps.")
@@ -96,6 +108,8 @@ class CrawlSpec(BaseModel):
     webhook_url: HttpUrl | None = Field(None, description="POSTed once the crawl's last page is done.")
     page_webhook_url: HttpUrl | None = Field(
         None, description="POSTed each page's result when its job finishes (each page's own job.finished webhook).")
+    retry_blocked: int = Field(2, ge=0, le=10, description="Times a page the site answered HTTP 429 or 503 is "
+                               "visited again later in the run, once the site's back-off allows (0: never).")
 
     @model_validator(mode="after")
     def _shape(self) -> CrawlSpec:
@@ -120,6 +134,25 @@ class CrawlSpec(BaseModel):
     def _domains(cls, value: list[str]) -> list[str]:
         return normalise_entries(value)
 
+    @field_validator("trailing_slash_sites")
+    @classmethod
+    def _slash_sites(cls, value: dict[str, TrailingSlash]) -> dict[str, TrailingSlash]:
+        try:
+            return {str(parse_entry(host)): rule for host, rule in value.items()}
+        except BadHost as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("sitemap_modified_since", mode="before")
+    @classmethod
+    def _since(cls, value: Any) -> Any:
+        if value is None or isinstance(value, datetime):
+            return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
+        when = lastmod_time(value) if isinstance(value, str) else None
+        if when is None:
+            raise ValueError("give an ISO date or datetime, as a sitemap's lastmod is written (2026-11-01, "
+                             "2026-11-01T10:30:00Z)")
+        return when
+
     @field_validator("labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
@@ -130,6 +163,11 @@ class CrawlSpec(BaseModel):
         if self.task:
             return PageMode.task
         return PageMode.script if self.script else PageMode.recipe if self.recipe else PageMode.extract
+
+    def normalise(self, url: str) -> str | None:
+        """``url`` spelt as this crawl compares URLs (its tracking parameters, its trailing-slash rules)."""
+        return normalise(url, self.tracking_params,
+                         _slash_rules(self.trailing_slash, tuple(self.trailing_slash_sites.items())))
 
     def seeds(self) -> list[str]:
         """The pages visited first: the start URLs, else the first sitemap's site root (the job that reads
@@ -157,6 +195,12 @@ class CrawlSpec(BaseModel):
         return JobSpec(script=[{"go_to_url": {"url": url}}], **shared)
 
 
+@lru_cache(maxsize=256)
+def _slash_rules(default: TrailingSlash, sites: tuple[tuple[str, TrailingSlash], ...]) -> SlashRules:
+    """A spec's trailing-slash rules, read once (not per link: a page may hold thousands)."""
+    return SlashRules.of(default, dict(sites))
+
+
 class CrawlSkips(BaseModel):
     """Links not followed, by reason (a link counts once per page holding it, whatever its spellings there)."""
 
@@ -165,6 +209,7 @@ class CrawlSkips(BaseModel):
     robots: int = 0
     dedup: int = 0
     budget: int = 0
+    lastmod: int = 0  # sitemap pages last modified before the crawl's sitemap_modified_since
     quota: int = 0  # its tenant's queued or daily quota was full when they were found (not marked seen)
     trap: int = 0  # their URL pattern had max_pages_per_pattern pages queued already
 
@@ -190,7 +235,10 @@ class CrawlRecord(BaseModel):
     resumed: int = Field(0, description="Pages a resume queued again (or for the first time: links found "
                          "after the cancel).")
     visited: int = Field(description="Pages whose visit ended: succeeded + failed.")
-    failed: int = Field(description="Pages whose visit failed.")
+    failed: int = Field(description="Pages whose visit failed (a page the site refused and that was queued "
+                        "again counts once, as its last visit ended).")
+    retried: int = Field(0, description="Visits the site refused (HTTP 429 or 503) queued again later in the "
+                         "run (retry_blocked); the batch's counts count each as a failed job.")
     counts: BatchCounts
     skipped: CrawlSkips
     traps: list[CrawlTrap] = Field(default_factory=list, description="URL patterns that reached max_pages_per_pattern, "
@@ -217,5 +265,7 @@ class CrawlLine(BaseModel):
     final_answer: str | None = None
     error: str | None = None
     category: str | None = None
+    lastmod: str | None = Field(None, description="When the sitemap that listed the page says it last changed "
+                                "(ISO, UTC); none for a page no sitemap listed with a readable lastmod.")
     reused_from: str | None = Field(None, description="The page was unchanged since the schedule's last run: the "
                                     "job whose extraction it reused, with no model call.")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import zlib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from xml.etree.ElementTree import ParseError, XMLPullParser
 
 from workers.jobs.errors import JobsError
@@ -20,6 +22,8 @@ from workers.jobs.errors import JobsError
 MAX_BYTES = 50 * 1024 * 1024  # decompressed bytes read at most (sitemaps.org: 50 MB)
 MAX_URLS = 50_000  # entries read at most from one sitemap (sitemaps.org: 50,000)
 GZIP_MAGIC = b"\x1f\x8b"
+MAX_LASTMOD = 64  # characters of a lastmod read at most (a W3C datetime is about 30)
+YEAR_MONTH = re.compile(r"(\d{4})(?:-(\d{2}))?")
 
 
 class SitemapError(JobsError, ValueError):
@@ -81,6 +85,23 @@ def parse_sitemap(body: bytes) -> Sitemap:
             out.truncated = True
             break
     return out
+
+
+def lastmod_time(text: str | None) -> datetime | None:
+    """A sitemap's ``lastmod`` (a W3C datetime: ``2026``, ``2026-11``, ``2026-11-01``,
+    ``2026-11-01T10:30:00+02:00``, ``...Z``, fractions too) as an instant in UTC; a date is its
+    first moment, a time with no zone is UTC. None for anything else (the site wrote nonsense:
+    the page is then taken as having no lastmod)."""
+    value = (text or "").strip()
+    if not value or len(value) > MAX_LASTMOD:
+        return None
+    short = YEAR_MONTH.fullmatch(value)
+    try:
+        when = (datetime(int(short[1]), int(short[2] or 1), 1) if short
+                else datetime.fromisoformat(value.replace("z", "Z")))
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a date, or past year 9999 once in UTC
+        return None
 
 
 def robots_sitemaps(robots_body: str) -> list[str]:

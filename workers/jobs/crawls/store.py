@@ -15,6 +15,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from workers.jobs.batches.store import BatchStore
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 MAX_SITEMAP_ERRORS = 20  # sitemap errors kept in the record
 READ_CHUNK = 200  # crawl ids read from the index per round trip when listing
 RESULTS_CHUNK = 500  # a crawl's pages read per round trip when its results lines are read
+LASTMOD = "lastmod"  # the pages hash's field "lastmod <url>": the sitemaps' lastmod of that page
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,32 @@ class PageInfo:
     depth: int
     parent: str | None
     sitemaps: bool
+    retried_as: str | None = None  # the site refused this job's visit: that job visits the page again
+
+
+class RetryOutcome(StrEnum):
+    """What ``crawl_retry.lua`` (or the caller before it) did with a page the site refused."""
+
+    queued = "queued"  # this call queued the page again: publish its job
+    already = "already"  # an earlier attempt of the refused job queued it: its job stands
+    unknown = "unknown"  # the job is not a page of the crawl
+    closed = "closed"  # the crawl is cancelled or finished (or its tenant revoked): no retry
+    spent = "spent"  # the page had its retry_blocked visits again already
+    refused = "refused"  # the tenant's ceiling or quota refused the new job
+
+
+@dataclass(frozen=True)
+class Retried:
+    """What ``retry`` did: ``job_id`` stands for the refused job (None: no retry: ``outcome`` says why),
+    ``new`` when this call queued it (publish it; else an earlier attempt of the refused job did)."""
+
+    job_id: str | None
+    outcome: RetryOutcome
+    spec: Any = None
+
+    @property
+    def new(self) -> bool:
+        return self.outcome is RetryOutcome.queued
 
 
 @dataclass(frozen=True)
@@ -114,6 +142,7 @@ class CrawlStore:
         self.keys = jobs.keys
         self._admit = self.redis.register_script(source("crawl_admit", CREATE_ONE=source("job_create")))
         self._resume = self.redis.register_script(source("crawl_resume", CREATE_ONE=source("job_create")))
+        self._retry = self.redis.register_script(source("crawl_retry", CREATE_ONE=source("job_create")))
 
     async def create(self, spec: CrawlSpec, schedule_id: str | None = None, tenant: str | None = None) -> CrawlIds:
         """Record a crawl and its (empty) batch (a run of ``schedule_id``, when given; ``tenant``'s,
@@ -232,6 +261,17 @@ class CrawlStore:
         reply = await self._resume(keys=keys, args=[held.batch_id, *argv])
         return Resumed(json.loads(reply).get("state") == "ok", _admitted(reply, made))
 
+    async def retry(self, held: HeldCrawl, crawl_id: str, job_id: str, page: Any, admission: str | None = None) -> Retried:
+        """Queue the page the site refused to job ``job_id`` again, once per refused job and at most
+        the spec's ``retry_blocked`` times per page (``crawl_retry.lua``); ``page`` is its ``PageJob``
+        (``lifecycle.crawling.page_job``), ``admission`` as for ``admit``."""
+        args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=held.batch_id, tenant=held.tenant,
+                                     admission=admission)
+        keys = [self.keys.crawl(crawl_id), self.keys.crawl_pages(crawl_id), self.keys.batch(held.batch_id),
+                self.keys.batch_jobs(held.batch_id)]
+        reply = await self._retry(keys=keys, args=[job_id, held.spec.retry_blocked, json.dumps(args)])
+        return Retried(reply[1] if len(reply) > 1 else None, RetryOutcome(reply[0]), page.spec)
+
     async def mark_seen(self, crawl_id: str, urls: list[str]) -> None:
         """URLs a visited page is also known by (its final URL, its canonical): never queued after."""
         if urls:
@@ -250,12 +290,21 @@ class CrawlStore:
         if errors:
             await self.redis.hset(key, "sitemap_errors", json.dumps(errors[:MAX_SITEMAP_ERRORS]))
 
+    async def note_lastmod(self, crawl_id: str, lastmods: dict[str, str]) -> None:
+        """When the sitemaps say each page (normalised URL) last changed, for its results line: kept
+        in the pages hash as ``lastmod <url>`` (no job id has a space), so it expires, persists and
+        goes with the crawl as its pages do."""
+        if lastmods:
+            await self.redis.hset(self.keys.crawl_pages(crawl_id),
+                                  mapping={f"{LASTMOD} {url}": when for url, when in lastmods.items()})
+
     async def page(self, crawl_id: str, job_id: str) -> PageInfo | None:
         raw = await self.redis.hget(self.keys.crawl_pages(crawl_id), job_id)
         if raw is None:
             return None
         data = json.loads(raw)
-        return PageInfo(data["url"], int(data["depth"]), data.get("parent") or None, bool(data.get("sitemaps")))
+        return PageInfo(data["url"], int(data["depth"]), data.get("parent") or None, bool(data.get("sitemaps")),
+                        data.get("retried_as") or None)
 
     async def note_page(self, crawl_id: str, job_id: str, **found: Any) -> None:
         """What the visit found (final URL, canonical, links), kept with the page for its results line."""
@@ -277,11 +326,16 @@ class CrawlStore:
         skipped = CrawlSkips(**{k: int(raw.get(f"skipped:{k}") or 0) for k in CrawlSkips.model_fields})
         trapped = sorted(((int(n), p) for p, n in (await self.redis.hgetall(self.keys.crawl_traps(crawl_id))).items()),
                          reverse=True)[:MAX_TRAPS_SHOWN]
+        retried = int(raw.get("retried") or 0)
+        # each refused visit queued again is one failed job of the batch but not a failed page (its
+        # retry's line says how the page ended); a refused job not yet recorded is not counted yet
+        failed = max(0, counts.failed - retried)
         return CrawlRecord(
             id=crawl_id, batch_id=raw["batch"], tenant=raw.get("tenant") or None, state=batch.state,
             discovered=await self.redis.scard(self.keys.crawl_seen(crawl_id)),
             queued=int(raw.get("queued") or 0), resumed=int(raw.get("resumed") or 0),
-            frontier=await self.redis.hlen(self.keys.crawl_frontier(crawl_id)), visited=counts.succeeded + counts.failed, failed=counts.failed, counts=counts,
+            frontier=await self.redis.hlen(self.keys.crawl_frontier(crawl_id)),
+            visited=counts.succeeded + failed, failed=failed, retried=retried, counts=counts,
             skipped=skipped, traps=[CrawlTrap(pattern=p, skipped=n) for n, p in trapped],
             sitemap_pages=int(raw.get("sitemap_pages") or 0),
             sitemap_errors=json.loads(raw.get("sitemap_errors") or "[]"),
@@ -327,26 +381,33 @@ class CrawlStore:
         first ``offset``. The batch's job ids and their pages are read a chunk at a time (a crawl of
         100,000 pages is never read whole), and job records only for the lines returned."""
         start, skip, left = 0, offset, limit
+        pages_key = self.keys.crawl_pages(crawl_id)
         while left is None or left > 0:
             job_ids = await self.batches.job_ids_from(batch_id, start, RESULTS_CHUNK)
             if not job_ids:
                 return
             start += len(job_ids)
-            raws = await self.redis.hmget(self.keys.crawl_pages(crawl_id), job_ids)
+            raws = await self.redis.hmget(pages_key, job_ids)
             pages = {job_id: json.loads(raw or "{}") for job_id, raw in zip(job_ids, raws)}
-            # a page cancelled before it ran and queued again by a resume: that job's line says
-            shown = [job_id for job_id in job_ids if not pages[job_id].get("resumed_as")]
+            # queued again (by a resume, or after the site refused it): that job's line says
+            shown = [job_id for job_id in job_ids
+                     if not pages[job_id].get("resumed_as") and not pages[job_id].get("retried_as")]
             passed, shown = shown[:skip], shown[skip:]
             skip -= len(passed)
             if left is not None:
                 shown, left = shown[:left], left - min(left, len(shown))
-            for line in await self.batches.lines(shown, artifacts) if shown else []:
+            if not shown:
+                continue
+            urls = [pages[job_id].get("url", "") for job_id in shown]
+            lastmods = dict(zip(urls, await self.redis.hmget(pages_key, [f"{LASTMOD} {u}" for u in urls])))
+            for line in await self.batches.lines(shown, artifacts):
                 page = pages[line.id]
-                yield CrawlLine(url=page.get("url", ""), depth=int(page.get("depth") or 0), parent=page.get("parent"),
+                url = page.get("url", "")
+                yield CrawlLine(url=url, depth=int(page.get("depth") or 0), parent=page.get("parent"),
                                 job_id=line.id, status=line.status, final_url=page.get("final_url"),
                                 canonical=page.get("canonical"), links=page.get("links"), data=line.data,
                                 final_answer=line.final_answer, error=line.error, category=line.category,
-                                reused_from=line.reused_from)
+                                lastmod=lastmods.get(url), reused_from=line.reused_from)
 
     async def of_batches(self, batch_ids: list[str]) -> list[str | None]:
         """The crawl whose pages each batch holds (None: a plain batch): a crawl schedule's runs are

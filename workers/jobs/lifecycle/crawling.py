@@ -1,6 +1,7 @@
 """Starting a crawl, and growing it: the seeds queued and published at submission, then each page's
 finds queued and published by the worker that visited it (``workers.pipeline.features.crawls``);
-cancelling it with its frontier kept, and resuming it from there.
+a page the site refused queued again (``retry_page``); cancelling it with its frontier kept, and
+resuming it from there.
 
 Shared by ``POST /v1/crawls`` and the crawl feature, so a seed and a found page become jobs the
 same way.
@@ -19,8 +20,8 @@ import workers.jobs.metrics as metrics
 from config import Settings
 from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.scope import check_pattern
-from workers.jobs.crawls.store import CrawlStore, FoundURL
-from workers.jobs.crawls.urls import SKIP, normalise
+from workers.jobs.crawls.store import CrawlStore, FoundURL, Retried, RetryOutcome
+from workers.jobs.crawls.urls import SKIP
 from workers.jobs.errors import CrawlNotCancelled, QueueUnavailable, SpecError
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.lifecycle.cancelling import cancel_batch, settle_cancelled
@@ -151,6 +152,31 @@ async def _skipped(crawls: CrawlStore, crawl_id: str, skips: dict[str, int]) -> 
     metrics.observe_crawl_skips(skips)
 
 
+async def retry_page(crawls: CrawlStore, crawl_id: str, job_id: str, url: str, settings: Settings) -> Retried:
+    """The site answered 429 or 503 to job ``job_id``'s visit of ``url``: queue the page again, as a
+    new job standing for that one (``CrawlStore.retry``: once per refused job, at most the spec's
+    ``retry_blocked`` times per page), and publish it. Its navigation waits for the site's back-off
+    (the Retry-After) as every navigation to the site does. A tenant's retry is checked as a found
+    page is, against its ceiling and quotas as they are now: refused, the page is not retried."""
+    held = await crawls.spec(crawl_id)
+    if held is None or held.spec.retry_blocked <= 0:
+        return Retried(None, RetryOutcome.spent)
+    owner = _TenantNow(None, None) if held.tenant is None else await _owner(crawls, held.tenant, settings)
+    if held.tenant is not None and owner.limits is None:
+        return Retried(None, RetryOutcome.closed)
+    try:
+        page = page_job(held.spec, crawl_id, settings, owner.ceiling)(url)
+        async with admitted(Quotas(crawls.redis, crawls.keys), held.tenant, owner.limits, 1) as admission:
+            done = await crawls.retry(held, crawl_id, job_id, page, admission.token)
+            admission.created = int(done.new)
+    except (QuotaExceeded, SpecError) as exc:
+        log.info("crawl %s: the page %s the site refused is not queued again: %s", crawl_id, url, exc)
+        return Retried(None, RetryOutcome.refused)
+    if done.new and done.job_id is not None:
+        await publish_jobs(crawls.jobs, [done.job_id], [done.spec], settings, held.tenant)
+    return done
+
+
 async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
                        schedule_id: str | None = None, tenant: str | None = None) -> CrawlRecord:
     """Record a crawl (a run of ``schedule_id``, when given; ``tenant``'s, or the operator's), queue
@@ -162,7 +188,7 @@ async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
     reads_sitemaps = bool(spec.sitemaps) or spec.robots_sitemaps
     seeds, seen = [], set()
     for url in spec.seeds():
-        norm = normalise(url, spec.tracking_params)
+        norm = spec.normalise(url)
         if norm is not None and norm not in seen:
             seen.add(norm)
             seeds.append(FoundURL(norm, 0, None, sitemaps=reads_sitemaps and not seeds))

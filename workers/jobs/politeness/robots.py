@@ -10,11 +10,16 @@ What a fetch found is kept as ``RobotsFile`` (status and body), and its rules ar
 
 ``Crawl-delay`` (not in RFC 9309, honoured by most crawlers) is the seconds the site asks between two
 requests; the politeness gate spaces navigations by it as by ``min_delay``, whichever is longer.
+Sites write fractions (``Crawl-delay: 0.5``), which ``urllib.robotparser`` drops (it reads whole
+seconds only): each value is handed to it in milliseconds instead (``_millis``), so the parser's
+own grouping of user agents still decides which line applies.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -27,6 +32,7 @@ from workers.jobs.store.keys import Keys
 
 MAX_BODY = 512 * 1024  # bytes parsed at most (RFC 9309 asks crawlers to read at least 500 KiB)
 UNREACHABLE_TTL = 60  # seconds an unreachable robots.txt is cached before it is asked again
+MILLIS = 1000  # Crawl-delay values reach the parser in these units (it keeps whole numbers only)
 
 
 @dataclass(frozen=True)
@@ -48,16 +54,16 @@ class RobotsFile:
         elif 400 <= self.status < 500:
             parser.allow_all = True
         else:
-            parser.parse(self.body.splitlines())
+            parser.parse(list(_millis(self.body.splitlines())))
         return parser
 
     def crawl_delay(self, user_agent: str) -> float:
-        """The ``Crawl-delay`` the group for ``user_agent`` asks for (0: none), at most ``MAX_DELAY``
-        (``urllib.robotparser`` reads whole seconds only)."""
+        """The ``Crawl-delay`` the group for ``user_agent`` asks for in seconds, fractions included
+        (0: none), at most ``MAX_DELAY``."""
         if self.unreachable or not 200 <= self.status < 300:
             return 0.0
         try:
-            delay = float(self.parser().crawl_delay(user_agent) or 0)
+            delay = float(self.parser().crawl_delay(user_agent) or 0) / MILLIS
         except (TypeError, ValueError):
             return 0.0
         return min(max(delay, 0.0), MAX_DELAY)
@@ -70,6 +76,23 @@ class RobotsFile:
             why = f"HTTP {self.status}" if self.status else (self.error or "no answer")
             return f"the site's robots.txt could not be read ({why}), which RFC 9309 takes as disallowing all"
         return f"disallowed by the site's robots.txt for user-agent {user_agent!r}"
+
+
+def _millis(lines: Iterable[str]) -> Iterator[str]:
+    """robots.txt lines with each readable ``Crawl-delay`` (a finite number of seconds, 0 or more,
+    fractions too) rewritten in whole milliseconds, everything else as it was; an unreadable value
+    (``abc``, ``-1``, ``inf``) is left for the parser to ignore, as before."""
+    for line in lines:
+        name, colon, value = line.split("#", 1)[0].partition(":")
+        if colon and name.strip().lower() == "crawl-delay":
+            try:
+                seconds = float(value.strip())
+            except ValueError:
+                seconds = math.nan
+            if math.isfinite(seconds) and seconds >= 0:
+                yield f"Crawl-delay: {round(min(seconds, MAX_DELAY) * MILLIS)}"
+                continue
+        yield line
 
 
 # A NamedTuple, not a frozen dataclass like the rest: tests/jobs/test_politeness.py asserts it

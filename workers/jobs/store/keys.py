@@ -40,12 +40,15 @@ key                             type       holds
 ``P batches``                   zset       batch ids, score creation time
 ``P crawl:{id}``                hash       a crawl (``crawls.store``): id, batch (its growing batch), spec
                                            JSON, created_at, max_pages, max_pages_per_pattern, deadline,
-                                           queued, sitemap_pages, sitemap_errors, ``skipped:{reason}``
-                                           counters; its batch's hash names it (``crawl``), and the batch's
-                                           completion expires the crawl's six keys with the batch (``result_ttl``)
+                                           queued, retried (the refused visits queued again), sitemap_pages,
+                                           sitemap_errors, ``skipped:{reason}`` counters; its batch's hash
+                                           names it (``crawl``), and the batch's completion expires the
+                                           crawl's six keys with the batch (``result_ttl``)
 ``P crawl:{id}:seen``           set        the crawl's normalised URLs queued (or refused by its budget):
                                            ``SADD`` in ``crawl_admit.lua`` is the one-visit rule
-``P crawl:{id}:pages``          hash       job id -> JSON {url, depth, parent, final_url, canonical, links}
+``P crawl:{id}:pages``          hash       job id -> JSON {url, depth, parent, final_url, canonical, links,
+                                           resumed_as / retried_as (the job standing for it), retries};
+                                           and ``lastmod {url}`` -> a sitemap page's lastmod (ISO, UTC)
 ``P crawl:{id}:frontier``       hash       the cancelled crawl's unvisited URLs, kept to resume from: URL ->
                                            JSON {url, depth, parent, sitemaps, pattern, job (the cancelled queued job)}
 ``P crawl:{id}:patterns``       hash       URL pattern (``crawls.urls.pattern``) -> pages queued of it: the

@@ -24,16 +24,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 import workers.jobs.metrics as metrics
 from workers.jobs.crawls.models import CRAWL_LABEL, CrawlSpec, PageMode
-from workers.jobs.crawls.sitemaps import SitemapError, parse_sitemap, robots_sitemaps
+from workers.jobs.crawls.sitemaps import SitemapError, lastmod_time, parse_sitemap, robots_sitemaps
 from workers.jobs.crawls.store import CrawlStore, FoundURL, PageInfo
 from workers.jobs.crawls.scope import Scope, scope_of
-from workers.jobs.crawls.urls import SKIP, normalise
+from workers.jobs.crawls.urls import SKIP
+from workers.jobs.errors import PageRequeued
 from workers.jobs.ids import is_id
-from workers.jobs.lifecycle.crawling import grow
+from workers.jobs.lifecycle.crawling import grow, retry_page
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.status import FailureCategory, JobStatus
 from workers.jobs.politeness.options import limits_for
@@ -59,14 +61,6 @@ class Crawls(Feature):
         self.robots = (RobotsCache(services.redis, services.keys, self.settings.robots_ttl)
                        if services.redis is not None else None)
 
-    async def prepare(self, run: JobRun) -> None:
-        """A crawl's page replaying a recipe opens its own page: the recipe's steps run there."""
-        crawl_id = run.spec.labels.get(CRAWL_LABEL)
-        if run.inputs.replay is None or run.spec.start_url is None or self.crawls is None or not crawl_id \
-                or not is_id(crawl_id) or await self.crawls.page(crawl_id, run.job_id) is None:
-            return
-        run.inputs.spec = run.inputs.spec.model_copy(update={"start_url": run.spec.start_url})
-
     async def settle(self, run: JobRun, result: JobResult) -> JobResult:
         crawl_id = run.spec.labels.get(CRAWL_LABEL)
         if self.crawls is None or not crawl_id or not is_id(crawl_id):
@@ -75,26 +69,60 @@ class Crawls(Feature):
         held = await self.crawls.spec(crawl_id)
         if page is None or held is None:  # not a page of that crawl (a label anyone may set), or it is gone
             return result
-        result = _refused_by_site(run, result, page.url, held.spec.tracking_params)
-        if result.status in (JobStatus.succeeded, JobStatus.failed):
-            metrics.observe_crawl_pages(result.status.value)
+        if page.retried_as is not None:  # a redelivered attempt whose page was already queued again
+            return _superseded(result, page)
+        before, refused = result, _refused_by_site(run, result, page.url, held.spec)
+        if refused.status in (JobStatus.succeeded, JobStatus.failed):
+            metrics.observe_crawl_pages(refused.status.value)
         try:
-            return await self._grow(run, result, crawl_id, page, held.spec)
+            result = await self._grow(run, refused, crawl_id, page, held.spec)
         except Exception:  # the page's own result stands; what it found is lost, not the page
             log.exception("crawl %s: job %s: the page's links were not queued", crawl_id, run.job_id)
+            result = refused
+        if refused is before:  # not refused by the site (429/503): nothing to visit again
             return result
+        return await self._retry(run, result, crawl_id, page)
+
+    async def prepare(self, run: JobRun) -> None:
+        """A crawl's page replaying a recipe opens its own page: the recipe's steps run there. A page
+        job run again (its worker was killed after the site refused it) whose page was queued again
+        meanwhile does not visit the site a second time: that job visits it."""
+        crawl_id = run.spec.labels.get(CRAWL_LABEL)
+        replays = run.inputs.replay is not None and run.spec.start_url is not None
+        if self.crawls is None or not crawl_id or not is_id(crawl_id) or not (replays or run.attempt > 1):
+            return
+        page = await self.crawls.page(crawl_id, run.job_id)
+        if page is None:  # not a page of that crawl (a label anyone may set)
+            return
+        if run.attempt > 1 and page.retried_as is not None:
+            raise PageRequeued(f"the site refused this page's visit and job {page.retried_as} visits it again")
+        if replays:
+            run.inputs.spec = run.inputs.spec.model_copy(update={"start_url": run.spec.start_url})
+
+    async def _retry(self, run: JobRun, result: JobResult, crawl_id: str, page: PageInfo) -> JobResult:
+        """The site refused the page (429/503): queue it again (``retry_page``), and say so in the error."""
+        assert self.crawls is not None
+        try:
+            again = await retry_page(self.crawls, crawl_id, run.job_id, page.url, self.settings)
+        except Exception:  # the refusal stands as the page's result
+            log.exception("crawl %s: job %s: the refused page was not queued again", crawl_id, run.job_id)
+            return result
+        if again.job_id is None:
+            return result
+        return result.model_copy(update={"error": f"{result.error}; the page is visited again later in the run "
+                                                  f"(job {again.job_id})"})
 
     async def _grow(self, run: JobRun, result: JobResult, crawl_id: str, page: PageInfo,
                     spec: CrawlSpec) -> JobResult:
         assert self.crawls is not None
         state = await self._state(run)
-        if result.status is JobStatus.cancelled and (state is None or normalise(state.url, spec.tracking_params) is None):
+        if result.status is JobStatus.cancelled and (state is None or spec.normalise(state.url) is None):
             await self.crawls.hold(crawl_id, [run.job_id])  # cancelled before it opened the page: resume visits it
             return result
-        scope, tracking, skips = scope_of(spec), spec.tracking_params, Counter[str]()
+        scope, skips = scope_of(spec), Counter[str]()
         in_scope: list[str] = []
         found: list[FoundURL] = []
-        links = [normalise(link.href, tracking) for link in state.links()] if state is not None else []
+        links = [spec.normalise(link.href) for link in state.links()] if state is not None else []
         for url in dict.fromkeys(u for u in links if u is not None):
             if not scope.admits(url):
                 skips[SKIP.scope] += 1
@@ -105,12 +133,12 @@ class Crawls(Feature):
             else:
                 found.append(FoundURL(url, page.depth + 1, page.url))
         found = await self._allowed(run, spec, found, skips)
-        final = normalise(state.url, tracking) if state is not None else None
-        canonical = _canonical(state, scope, tracking)
+        final = spec.normalise(state.url) if state is not None else None
+        canonical = _canonical(state, scope, spec)
         await self.crawls.mark_seen(crawl_id, [u for u in (final, canonical) if u and u != page.url])
         await grow(self.crawls, crawl_id, found, self.settings)
         if page.sitemaps:  # after the page's own links are queued: the workers start on them meanwhile
-            mapped = await self._sitemap_pages(run, spec, crawl_id, scope)
+            mapped = await self._sitemap_pages(run, spec, crawl_id, scope, skips)
             await grow(self.crawls, crawl_id, await self._allowed(run, spec, mapped, skips), self.settings)
         await self.crawls.count_skips(crawl_id, dict(skips))
         metrics.observe_crawl_skips(dict(skips))
@@ -157,9 +185,13 @@ class Crawls(Feature):
                 skips[SKIP.robots] += 1
         return kept
 
-    async def _sitemap_pages(self, run: JobRun, spec: CrawlSpec, crawl_id: str, scope: Scope) -> list[FoundURL]:
+    async def _sitemap_pages(self, run: JobRun, spec: CrawlSpec, crawl_id: str, scope: Scope,
+                             skips: Counter[str]) -> list[FoundURL]:
         """Every in-scope page the crawl's sitemaps list (indexes followed, at most ``SITEMAP_FILES``
-        files), as depth-0 candidates whose parent is the sitemap that listed them."""
+        files), as depth-0 candidates whose parent is the sitemap that listed them; with
+        ``sitemap_modified_since``, only those whose lastmod is not older (or that have none: the
+        site did not say, so the page may have changed), the others counted ``skipped:lastmod``.
+        Each page's lastmod (the latest, if listed twice) is kept for its results line."""
         assert self.crawls is not None
         egress = run.lease.egress if run.lease is not None else None
         if egress is None:
@@ -175,6 +207,9 @@ class Crawls(Feature):
         read: set[str] = set()
         pages: list[FoundURL] = []
         errors: list[str] = []
+        lastmods: dict[str, datetime] = {}
+        old: set[str] = set()
+        listed = 0
         while queue and len(read) < SITEMAP_FILES:
             address = queue.pop(0)
             if address in read:
@@ -191,19 +226,30 @@ class Crawls(Feature):
                 continue
             queue += [e.loc for e in sitemap.sitemaps]
             for entry in sitemap.pages:
-                url = normalise(entry.loc, spec.tracking_params)
-                if url is not None and scope.admits(url):
+                url = spec.normalise(entry.loc)
+                if url is None or not scope.admits(url):
+                    continue
+                listed += 1
+                when = lastmod_time(entry.lastmod)
+                if when is not None:
+                    lastmods[url] = max(when, lastmods.get(url, when))
+                if when is not None and spec.sitemap_modified_since and when < spec.sitemap_modified_since:
+                    old.add(url)
+                else:
                     pages.append(FoundURL(url, 0, address))
-        await self.crawls.note_sitemaps(crawl_id, len(pages), errors)
+        old -= {c.url for c in pages}  # listed twice, once recent enough (or with no lastmod): queued
+        skips[SKIP.lastmod] += len(old)
+        await self.crawls.note_sitemaps(crawl_id, listed, errors)
+        await self.crawls.note_lastmod(crawl_id, {url: when.isoformat() for url, when in lastmods.items()})
         return pages
 
 
-def _refused_by_site(run: JobRun, result: JobResult, url: str, tracking: list[str]) -> JobResult:
+def _refused_by_site(run: JobRun, result: JobResult, url: str, spec: CrawlSpec) -> JobResult:
     """A page the site answered 429 or 503 was not read: its visit failed (``blocked_by_site``), so
     what it showed (the site's refusal) is not taken for the page's data, nor for a change of it."""
     answer = run.get(SiteAnswer)
     if answer is None or not answer.slows or result.status is not JobStatus.succeeded \
-            or normalise(answer.url, tracking) != url:
+            or spec.normalise(answer.url) != url:
         return result
     wait = f", Retry-After {answer.retry_after:g}s" if answer.retry_after is not None else ""
     return result.model_copy(update={
@@ -212,8 +258,18 @@ def _refused_by_site(run: JobRun, result: JobResult, url: str, tracking: list[st
                  "slowed down for every worker)"})
 
 
-def _canonical(state: Any | None, scope: Scope, tracking: list[str]) -> str | None:
+def _superseded(result: JobResult, page: PageInfo) -> JobResult:
+    """The result of a page job whose page another job visits again: never the page's result (its
+    line is that job's), so never a success, whatever this attempt saw."""
+    if result.status is not JobStatus.succeeded:
+        return result
+    return result.model_copy(update={
+        "status": JobStatus.failed, "category": FailureCategory.blocked_by_site, "data": None,
+        "error": f"the site refused this page's visit and job {page.retried_as} visits it again"})
+
+
+def _canonical(state: Any | None, scope: Scope, spec: CrawlSpec) -> str | None:
     """The page's rel=canonical, normalised, when it declares one the crawl may visit."""
     raw = state.canonical() if state is not None else None
-    url = normalise(raw, tracking) if raw else None
+    url = spec.normalise(raw) if raw else None
     return url if url is not None and scope.admits(url) else None
