@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--extract", action="store_true", help="each page's markdown and links, no model (default)")
     mode.add_argument("--task", help="the agent's task on each page")
     p.add_argument("--schema", help="JSON schema of each page's data (with --task)")
+    p.add_argument("--trailing-slash", choices=["keep", "strip", "add"],
+                   help="/a/ and /a: two pages (keep, the default), one spelt /a (strip) or /a/ (add)")
+    p.add_argument("--modified-since", metavar="ISO_DATE",
+                   help="queue only the sitemap pages whose lastmod is at or after this date (or that have none)")
+    p.add_argument("--retry-blocked", type=int, metavar="N",
+                   help="times a page the site answered 429 or 503 is visited again later in the run (2)")
     p.add_argument("--spec", help="more of the crawl's spec as a JSON object (e.g. '{\"allowed_networks\": [...]}')")
     p.add_argument("--wait", action="store_true", help="show progress until the crawl completes")
     p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
@@ -49,7 +55,9 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
     spec: dict[str, Any] = json.loads(args.spec) if args.spec else {}
     given = {"start_urls": args.urls, "sitemaps": args.sitemap, "include": args.include, "exclude": args.exclude,
              "max_depth": args.max_depth, "max_pages": args.max_pages, "max_duration": args.max_duration,
-             "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None}
+             "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None,
+             "trailing_slash": args.trailing_slash, "sitemap_modified_since": args.modified_since,
+             "retry_blocked": args.retry_blocked}
     spec.update({k: v for k, v in given.items() if v not in (None, [])})
     return spec
 
