@@ -65,6 +65,14 @@ class StartCrawlArgs(BaseModel):
                                                   "finishes.")] = None
     timeout: Annotated[float | None, Field(description="Each page's wall-clock limit in seconds.")] = None
     labels: Annotated[dict[str, str] | None, Field(description="Labels of every page's job.")] = None
+    trailing_slash: Annotated[str | None, Field(description="keep (default: /a/ and /a are two pages), strip (one "
+                                                "page, /a) or add (one page, /a/).")] = None
+    trailing_slash_sites: Annotated[dict[str, str] | None, Field(description="trailing_slash per site: "
+                                                                 "{host: keep|strip|add}.")] = None
+    sitemap_modified_since: Annotated[str | None, Field(description="ISO date or datetime: only the sitemap pages "
+                                                        "whose lastmod is at or after it (or that have none).")] = None
+    retry_blocked: Annotated[int | None, Field(description="Times a page the site answered 429 or 503 is visited "
+                                               "again later in the run (default 2; 0: never).")] = None
 
 
 def register(server: MCPServer, api: Api) -> None:

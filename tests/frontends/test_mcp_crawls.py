@@ -79,6 +79,10 @@ async def test_bad_crawl_input_is_refused_naming_the_field(frontend_stack: tuple
             "start_urls": ["http://shop.example/"], "page_webhook_url": "http://169.254.169.254/latest"}))
         assert "max_pages_per_pattern" in error_text(await client.call_tool("start_crawl", {
             "start_urls": ["http://shop.example/"], "max_pages_per_pattern": 0}))
+        for name, bad in (("trailing_slash", "sideways"), ("trailing_slash_sites", {"http://x/": "add"}),
+                          ("sitemap_modified_since", "yesterday"), ("retry_blocked", 11)):
+            assert name in error_text(await client.call_tool("start_crawl", {
+                "start_urls": ["http://shop.example/"], name: bad})), name
         typo = error_text(await client.call_tool("start_crawl", {"start_url": "http://shop.example/"}))
         assert "unknown argument 'start_url'; start_crawl takes " in typo
         assert "no crawl with id" in error_text(await client.call_tool("crawl_status", {"crawl_id": "0" * 32}))

@@ -40,6 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a parameter of the recipe (repeat)")
     p.add_argument("--schema", help="JSON schema of each page's data (with --task or --recipe)")
     p.add_argument("--page-webhook", metavar="URL", help="POSTed each page's result when its job finishes")
+    p.add_argument("--trailing-slash", choices=["keep", "strip", "add"],
+                   help="/a/ and /a: two pages (keep, the default), one spelt /a (strip) or /a/ (add)")
+    p.add_argument("--modified-since", metavar="ISO_DATE",
+                   help="queue only the sitemap pages whose lastmod is at or after this date (or that have none)")
+    p.add_argument("--retry-blocked", type=int, metavar="N",
+                   help="times a page the site answered 429 or 503 is visited again later in the run (2)")
     p.add_argument("--spec", help="more of the crawl's spec as a JSON object (e.g. '{\"allowed_networks\": [...]}')")
     p.add_argument("--wait", action="store_true", help="show progress until the crawl completes")
     p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
@@ -58,7 +64,9 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
     given = {"start_urls": args.urls, "sitemaps": args.sitemap, "include": args.include, "exclude": args.exclude,
              "max_depth": args.max_depth, "max_pages": args.max_pages, "max_duration": args.max_duration,
              "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None,
-             "recipe": args.recipe, "params": params_of(args.param), "page_webhook_url": args.page_webhook}
+             "recipe": args.recipe, "params": params_of(args.param), "page_webhook_url": args.page_webhook,
+             "trailing_slash": args.trailing_slash, "sitemap_modified_since": args.modified_since,
+             "retry_blocked": args.retry_blocked}
     spec.update({k: v for k, v in given.items() if v not in (None, [])})
     if args.max_pages_per_pattern is not None:  # 0: no cap (null in the spec)
         spec["max_pages_per_pattern"] = args.max_pages_per_pattern or None
