@@ -13,6 +13,10 @@ URLs, and a thousand variants of one page differing only in tracking parameters 
 ``busy``: ``/busy`` answers 429 with ``Retry-After: {busy}`` (a page linking ``/about`` and
 ``/section/0``), and the home page links it.
 
+``injection``: the home page also links an off-topic page of the site (``/about?from=promo``) and
+another site (``http://example.com/evil``), both with that anchor text (a crawl's follow model is
+told to score them high).
+
 ``hold`` makes each page's answer take that long, so pages visited at once overlap at the site
 (``most_in_flight``: the most page requests answered at once).
 
@@ -37,6 +41,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -48,7 +53,7 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 class CrawlSite:
     def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: int = 0,
-                 hostile: bool = False, busy: int = 0, hold: float = 0.0) -> None:
+                 hostile: bool = False, busy: int = 0, hold: float = 0.0, injection: str | None = None) -> None:
         self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
         self.busy = busy
         self.hold = hold  # seconds each page's answer takes (so visits at once overlap and show)
@@ -58,6 +63,7 @@ class CrawlSite:
         self.gone: set[int] = set()  # orphans removed
         self.added = 0  # orphans added after the first ``orphans``
         self.hostile = hostile
+        self.injection = injection
         self.visits: Counter[str] = Counter()
         self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
         self.lock = threading.Lock()
@@ -205,7 +211,8 @@ class CrawlSite:
                 links += ["http://10.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)",
                           "data:text/html,<b>x</b>", f"http://localhost:{self.port}/about"]
                 links += [f"/about?utm_source=s{n}&fbclid={n}#frag{n}" for n in range(1000)]
-            return _html("Home", links)
+            injected = ["/about?from=promo", "http://example.com/evil"] if self.injection else []
+            return _html("Home", links + injected, texts=dict.fromkeys(injected, self.injection))
         if route == "/about":
             return _html("About", ["/", "/#footer"])
         if bits[0] == "section" and len(bits) == 2 and bits[1].isdigit() and int(bits[1]) < self.sections:
@@ -263,9 +270,11 @@ FOOTER = "A page of the generated crawl test site, served on 127.0.0.1 for brows
 visible characters on a small page is a block page) take the page for a page."""
 
 
-def _html(title: str, links: list[str], canonical: str | None = None, text: str | None = None) -> str:
+def _html(title: str, links: list[str], canonical: str | None = None, text: str | None = None,
+          texts: dict[str, str | None] | None = None) -> str:
     head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
-    body = "".join(f'<li><a href="{href}">link {n}</a></li>' for n, href in enumerate(links))
+    body = "".join(f'<li><a href="{href}">{escape((texts or {}).get(href) or f"link {n}")}</a></li>'
+                   for n, href in enumerate(links))
     return (f"<!doctype html><html><head><title>{title}</title>{head}</head>"
             f"<body><h1>{title}</h1><p>{text or f'Text of {title}.'}</p><ul>{body}</ul><footer><p>{FOOTER}</p>"
             "</footer></body></html>")

@@ -1,5 +1,5 @@
 """``browserd crawl URL... [--max-depth N --max-pages N --include RE --exclude RE --extract|--task T]
-[--wait]``: start a crawl, optionally following its progress.
+[--follow TEXT [--follow-min-score N]] [--wait]``: start a crawl, optionally following its progress.
 
 ``browserd crawl --cancel ID`` stops a crawl, ``browserd crawl --resume ID`` goes on with a cancelled
 one from where it stopped; ``browserd crawl --attach ID`` follows one started
@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--extract", action="store_true", help="each page's markdown and links, no model (default)")
     mode.add_argument("--task", help="the agent's task on each page")
     p.add_argument("--schema", help="JSON schema of each page's data (with --task)")
+    p.add_argument("--follow", metavar="TEXT", help="which links to follow, in words: a model scores each page's "
+                   "new in-scope links 0-10 against it; the crawl follows the best (default: every link in scope)")
+    p.add_argument("--follow-min-score", type=int, metavar="N", help="with --follow: the lowest score followed (5)")
     p.add_argument("--spec", help="more of the crawl's spec as a JSON object (e.g. '{\"allowed_networks\": [...]}')")
     p.add_argument("--wait", action="store_true", help="show progress until the crawl completes")
     p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
@@ -49,7 +52,8 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
     spec: dict[str, Any] = json.loads(args.spec) if args.spec else {}
     given = {"start_urls": args.urls, "sitemaps": args.sitemap, "include": args.include, "exclude": args.exclude,
              "max_depth": args.max_depth, "max_pages": args.max_pages, "max_duration": args.max_duration,
-             "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None}
+             "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None,
+             "follow": args.follow, "follow_min_score": args.follow_min_score}
     spec.update({k: v for k, v in given.items() if v not in (None, [])})
     return spec
 

@@ -25,6 +25,7 @@ from workers.jobs.politeness.options import PolitenessOptions
 CRAWL_LABEL = "crawl"  # the label naming a page job's crawl (the job's record in the crawl says the rest)
 MAX_START_URLS = 100
 MAX_SITEMAPS = 20
+MAX_FOLLOW_CHARS = 2_000
 
 
 class PageMode(StrEnum):
@@ -67,6 +68,13 @@ class CrawlSpec(BaseModel):
                                         description="Private networks the pages may be on (as a job's).")
     task: str | None = Field(None, min_length=1, max_length=20_000, description="The agent's task on each page.")
     script: list[dict[str, Any]] | None = Field(None, description="Actions run on each page once it is open.")
+    follow: str | None = Field(
+        None, min_length=1, max_length=MAX_FOLLOW_CHARS,
+        description="Which links to follow, in words: once per page a model scores the page's new links "
+        "(in scope, depth and robots.txt already) 0-10 against it; those below follow_min_score are skipped "
+        "('follow'), the rest queued best first. A failed or malformed answer: every candidate is queued, as "
+        "without it. Unset: the scope rules alone, no model.")
+    follow_min_score: int = Field(5, ge=0, le=10, description="With follow: the lowest score of a link followed.")
     output_schema: dict[str, Any] | None = Field(None, description="JSON schema each page's data must satisfy "
                                                  "(with task).")
     politeness: PolitenessOptions = Field(
@@ -93,6 +101,13 @@ class CrawlSpec(BaseModel):
     @classmethod
     def _domains(cls, value: list[str]) -> list[str]:
         return normalise_entries(value)
+
+    @field_validator("follow")
+    @classmethod
+    def _follow(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("say which links to follow (or leave 'follow' out: every link in scope)")
+        return value
 
     @field_validator("labels")
     @classmethod
@@ -134,6 +149,7 @@ class CrawlSkips(BaseModel):
     dedup: int = 0
     budget: int = 0
     quota: int = 0  # its tenant's queued or daily quota was full when they were found (not marked seen)
+    follow: int = 0  # the follow model scored them below follow_min_score (not marked seen)
 
 
 class CrawlRecord(BaseModel):
@@ -154,6 +170,8 @@ class CrawlRecord(BaseModel):
     counts: BatchCounts
     skipped: CrawlSkips
     sitemap_pages: int = Field(0, description="Pages the sitemaps listed.")
+    follow_errors: int = Field(0, description="Pages whose follow call failed or answered out of shape: their "
+                               "links were queued by the scope rules alone.")
     sitemap_errors: list[str] = Field(default_factory=list, description="Sitemaps that could not be read, and why.")
     spec: CrawlSpec
     created_at: datetime

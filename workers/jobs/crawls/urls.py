@@ -54,6 +54,7 @@ class Skip:
     dedup: str = "dedup"  # visited (or queued) already under this spelling
     budget: str = "budget"  # max_pages reached, max_duration over, or the crawl was cancelled
     quota: str = "quota"  # the crawl's tenant was over its queued or daily jobs quota (not marked seen)
+    follow: str = "follow"  # the crawl's follow model scored it below follow_min_score (not marked seen)
 
 
 SKIP = Skip()
