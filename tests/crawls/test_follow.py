@@ -8,10 +8,16 @@ import re
 import pytest
 from pydantic import ValidationError
 
+from config import Settings
+from daemon.cli import build_parser
+from daemon.cli.commands.crawl import spec_of
+from daemon.mcp.crawls import StartCrawlArgs
 from tests.support.llm_server import LIES, follow_links, follow_scores
 from workers.agent.follow import MAX_LINKS, TEXT_CHARS, URL_CHARS, FollowLink, checked, follow_messages
 from workers.agent.secrets import Secrets
 from workers.jobs.crawls.models import MAX_FOLLOW_CHARS, CrawlSpec
+from workers.jobs.errors import SpecError
+from workers.jobs.lifecycle.crawling import crawl_spec
 
 SITE = "https://shop.example"
 
@@ -105,3 +111,17 @@ def test_follow_is_off_by_default_and_kept_as_written() -> None:
     assert CrawlSpec(start_urls=[f"{SITE}/"]).follow is None
     spec = CrawlSpec(start_urls=[f"{SITE}/"], follow="product pages", follow_min_score=7)
     assert CrawlSpec.model_validate_json(spec.model_dump_json()) == spec
+
+
+def test_every_front_door_carries_follow_to_the_spec() -> None:
+    """The CLI's --follow, MCP's start_crawl and a schedule's crawl all give the same CrawlSpec."""
+    args = build_parser().parse_args(["crawl", f"{SITE}/", "--follow", "product pages", "--follow-min-score", "7"])
+    from_cli = CrawlSpec.model_validate(spec_of(args))
+    from_mcp = CrawlSpec.model_validate(StartCrawlArgs(start_urls=[f"{SITE}/"], follow="product pages",
+                                                       follow_min_score=7).model_dump(exclude_none=True))
+    settings = Settings(redis_url="redis://127.0.0.1:1/0")
+    held = crawl_spec({"start_urls": [f"{SITE}/"], "follow": "product pages", "follow_min_score": 7}, settings)
+    assert from_cli == from_mcp == held and held.follow == "product pages" and held.follow_min_score == 7
+    with pytest.raises(SpecError) as caught:
+        crawl_spec({"start_urls": [f"{SITE}/"], "follow": ""}, settings)
+    assert "crawl.follow" in [p.field for p in caught.value.problems]
