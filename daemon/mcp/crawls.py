@@ -26,7 +26,8 @@ CrawlId = Annotated[str, Field(description="The id start_crawl returned.", min_l
 
 INSTRUCTIONS = """To crawl a site: start_crawl with start_urls (and/or sitemaps), max_depth and max_pages,
 optionally a task (an agent on each page, with an output_schema), a saved recipe replayed on each page
-(with its params), or neither (each page's text as markdown and its links); follow it with crawl_status, read its pages with crawl_results, stop it with cancel_crawl
+(with its params), or neither (each page's text as markdown and its links), and optionally follow (which
+links to follow, in words: a model scores them); follow it with crawl_status, read its pages with crawl_results, stop it with cancel_crawl
 and go on with it later with resume_crawl.
 """
 
@@ -63,6 +64,12 @@ class StartCrawlArgs(BaseModel):
     webhook_url: Annotated[str | None, Field(description="POSTed once, when the crawl completes.")] = None
     page_webhook_url: Annotated[str | None, Field(description="POSTed each page's result when its job "
                                                   "finishes.")] = None
+    follow: Annotated[str | None, Field(description="Which links to follow, in words: a model scores each page's "
+                                        "new in-scope links 0-10 against it and the crawl follows those at "
+                                        "follow_min_score or above, best first (none: every link in scope, no "
+                                        "model).")] = None
+    follow_min_score: Annotated[int | None, Field(description="With follow: the lowest score followed "
+                                                  "(default 5).")] = None
     timeout: Annotated[float | None, Field(description="Each page's wall-clock limit in seconds.")] = None
     labels: Annotated[dict[str, str] | None, Field(description="Labels of every page's job.")] = None
     trailing_slash: Annotated[str | None, Field(description="keep (default: /a/ and /a are two pages), strip (one "

@@ -18,6 +18,10 @@ slash (``/about/`` is ``/about``), and the home page links ``/about/``, ``/about
 ``/section/0/?utm_source=x`` and ``/item/0/0/`` beside the slashless spellings (``slashed_visits``: the
 visits of a path spelt with one).
 
+``injection``: the home page also links an off-topic page of the site (``/about?from=promo``) and
+another site (``http://example.com/evil``), both with that anchor text (a crawl's follow model is
+told to score them high).
+
 ``hold`` makes each page's answer take that long, so pages visited at once overlap at the site
 (``most_in_flight``: the most page requests answered at once).
 
@@ -42,6 +46,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -54,7 +59,7 @@ NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 class CrawlSite:
     def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: float = 0,
                  hostile: bool = False, busy: int = 0, hold: float = 0.0, slashes: bool = False,
-                 busy_for: int = 0) -> None:
+                 busy_for: int = 0, injection: str | None = None) -> None:
         self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
         self.busy = busy
         self.busy_for = busy_for  # 429s /busy answers before it recovers (0: for ever)
@@ -67,6 +72,7 @@ class CrawlSite:
         self.added = 0  # orphans added after the first ``orphans``
         self.hostile = hostile
         self.slashes = slashes
+        self.injection = injection
         self.visits: Counter[str] = Counter()
         self.starts: list[float] = []  # when each page request arrived (time.monotonic())
         self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
@@ -238,7 +244,8 @@ class CrawlSite:
                 links += ["http://10.0.0.1/admin", "http://169.254.169.254/latest/meta-data/", "javascript:alert(1)",
                           "data:text/html,<b>x</b>", f"http://localhost:{self.port}/about"]
                 links += [f"/about?utm_source=s{n}&fbclid={n}#frag{n}" for n in range(1000)]
-            return _html("Home", links)
+            injected = ["/about?from=promo", "http://example.com/evil"] if self.injection else []
+            return _html("Home", links + injected, texts=dict.fromkeys(injected, self.injection))
         if route == "/about":
             return _html("About", ["/", "/#footer"])
         if bits[0] == "section" and len(bits) == 2 and bits[1].isdigit() and int(bits[1]) < self.sections:
@@ -296,9 +303,11 @@ FOOTER = "A page of the generated crawl test site, served on 127.0.0.1 for brows
 visible characters on a small page is a block page) take the page for a page."""
 
 
-def _html(title: str, links: list[str], canonical: str | None = None, text: str | None = None) -> str:
+def _html(title: str, links: list[str], canonical: str | None = None, text: str | None = None,
+          texts: dict[str, str | None] | None = None) -> str:
     head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
-    body = "".join(f'<li><a href="{href}">link {n}</a></li>' for n, href in enumerate(links))
+    body = "".join(f'<li><a href="{href}">{escape((texts or {}).get(href) or f"link {n}")}</a></li>'
+                   for n, href in enumerate(links))
     return (f"<!doctype html><html><head><title>{title}</title>{head}</head>"
             f"<body><h1>{title}</h1><p>{text or f'Text of {title}.'}</p><ul>{body}</ul><footer><p>{FOOTER}</p>"
             "</footer></body></html>")

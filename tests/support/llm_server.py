@@ -280,3 +280,44 @@ def _handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (a cancelled call)
 
     return Handler
+
+
+FOLLOW_LINE = re.compile(r"^\[(\d+)\] (\S+) \| (.*)$", re.MULTILINE)
+LIES = ("json", "range", "twice", "score", "missing", "down", "hang")
+"""How ``follow_scores(lie=...)`` fails: text that is not JSON, an index past the last link, one index
+twice, a score of 11, a link left out; HTTP 500 (a model down); no answer for a minute."""
+
+
+def follow_links(request: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """The links a crawl's follow prompt numbers (index, URL, anchor text), as the model reads them."""
+    text = "\n".join(str(m.get("content")) for m in request.get("messages") or [] if m.get("role") == "user")
+    return [(int(i), url, anchor) for i, url, anchor in FOLLOW_LINE.findall(text)]
+
+
+def follow_scores(score: Callable[[str, str], int], *, lie: str | None = None,
+                  otherwise: Callable[[dict[str, Any]], Reply | None] | None = None
+                  ) -> Callable[[dict[str, Any]], Reply | None]:
+    """A responder for a crawl's follow prompt (the ``FollowScores`` answer): each link scored by
+    ``score(url, anchor_text)``; with ``lie`` (one of ``LIES``) an answer browserd must refuse.
+    Requests for anything else go to ``otherwise``."""
+    def respond(request: dict[str, Any]) -> Reply | None:
+        if offered_tool(request) != "FollowScores":
+            return otherwise(request) if otherwise else None
+        links = follow_links(request)
+        scores = [{"index": i, "score": score(url, anchor)} for i, url, anchor in links]
+        if lie == "json":
+            return Reply.text("I would follow the first few links, they look good.")
+        if lie == "down":
+            return Reply.error(500, "the model is down")
+        if lie == "hang":
+            return Reply.hang(60.0)
+        if lie == "range":
+            scores.append({"index": len(links) + 3, "score": 9})
+        elif lie == "twice" and scores:
+            scores.append({"index": scores[0]["index"], "score": 1})
+        elif lie == "score" and scores:
+            scores[0]["score"] = 11
+        elif lie == "missing" and scores:
+            scores.pop()
+        return Reply.tool({"scores": scores})
+    return respond

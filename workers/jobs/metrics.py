@@ -163,7 +163,7 @@ CRAWL_PAGES = Counter("browserd_crawl_pages", "Crawl pages, by outcome (queued: 
 PAGES_REUSED = Counter("browserd_pages_reused", "Pages of scheduled runs unchanged since the last run, whose "
                        "extraction was reused with no model call (incremental runs).")
 CRAWL_SKIPPED = Counter("browserd_crawl_links_skipped", "Links crawls found and did not queue, by reason (scope, "
-                        "depth, robots, dedup, budget, quota, trap); exactly what the crawls' records count.", ["reason"])
+                        "depth, robots, dedup, budget, lastmod, quota, trap, follow); exactly what the crawls' records count.", ["reason"])
 POLITENESS_BACKOFFS = Counter("browserd_politeness_backoffs", "Times a registrable domain was slowed down, by what "
                               "the site did (http_429, http_503: its answer to a page; blocked_by_site: a job's "
                               "verdict).", ["reason"])

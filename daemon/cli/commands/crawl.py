@@ -1,6 +1,6 @@
 """``browserd crawl URL... [--max-depth N --max-pages N --max-pages-per-pattern N --include RE --exclude RE
---extract|--task T|--recipe NAME --param K=V] [--page-webhook URL] [--wait]``: start a crawl, optionally
-following its progress.
+--extract|--task T|--recipe NAME --param K=V] [--follow TEXT [--follow-min-score N]] [--page-webhook URL] [--wait]``:
+start a crawl, optionally following its progress.
 
 ``browserd crawl --cancel ID`` stops a crawl, ``browserd crawl --resume ID`` goes on with a cancelled
 one from where it stopped; ``browserd crawl --attach ID`` follows one started
@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="queue only the sitemap pages whose lastmod is at or after this date (or that have none)")
     p.add_argument("--retry-blocked", type=int, metavar="N",
                    help="times a page the site answered 429 or 503 is visited again later in the run (2)")
+    p.add_argument("--follow", metavar="TEXT", help="which links to follow, in words: a model scores each page's "
+                   "new in-scope links 0-10 against it; the crawl follows the best (default: every link in scope)")
+    p.add_argument("--follow-min-score", type=int, metavar="N", help="with --follow: the lowest score followed (5)")
     p.add_argument("--spec", help="more of the crawl's spec as a JSON object (e.g. '{\"allowed_networks\": [...]}')")
     p.add_argument("--wait", action="store_true", help="show progress until the crawl completes")
     p.add_argument("--cancel", metavar="CRAWL_ID", help="stop that crawl instead")
@@ -66,7 +69,7 @@ def spec_of(args: argparse.Namespace) -> dict[str, Any]:
              "task": args.task, "output_schema": json.loads(args.schema) if args.schema else None,
              "recipe": args.recipe, "params": params_of(args.param), "page_webhook_url": args.page_webhook,
              "trailing_slash": args.trailing_slash, "sitemap_modified_since": args.modified_since,
-             "retry_blocked": args.retry_blocked}
+             "retry_blocked": args.retry_blocked, "follow": args.follow, "follow_min_score": args.follow_min_score}
     spec.update({k: v for k, v in given.items() if v not in (None, [])})
     if args.max_pages_per_pattern is not None:  # 0: no cap (null in the spec)
         spec["max_pages_per_pattern"] = args.max_pages_per_pattern or None

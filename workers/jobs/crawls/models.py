@@ -33,6 +33,7 @@ shape (the test site's 120 items), far fewer than a trap's endless ones. A large
 raised; the record's ``traps`` names the patterns that reached it."""
 _RECIPE_JOB = JobSpec.model_fields  # the recipe options a crawl hands each page's job, declared once
 MAX_TRAPS_SHOWN = 20  # patterns the record lists (those with the most links skipped)
+MAX_FOLLOW_CHARS = 2_000
 
 
 class PageMode(StrEnum):
@@ -97,6 +98,13 @@ class CrawlSpec(BaseModel):
     params: dict[str, str] = _RECIPE_JOB["params"]  # as a recipe job's, for each page's job
     heal: bool = _RECIPE_JOB["heal"]
     llm_extraction: bool = _RECIPE_JOB["llm_extraction"]
+    follow: str | None = Field(
+        None, min_length=1, max_length=MAX_FOLLOW_CHARS,
+        description="Which links to follow, in words: once per page a model scores the page's new links "
+        "(in scope, depth and robots.txt already) 0-10 against it; those below follow_min_score are skipped "
+        "('follow'), the rest queued best first. A failed or malformed answer: every candidate is queued, as "
+        "without it. Unset: the scope rules alone, no model.")
+    follow_min_score: int = Field(5, ge=0, le=10, description="With follow: the lowest score of a link followed.")
     output_schema: dict[str, Any] | None = Field(None, description="JSON schema each page's data must satisfy "
                                                  "(with task or recipe).")
     politeness: PolitenessOptions = Field(
@@ -152,6 +160,12 @@ class CrawlSpec(BaseModel):
             raise ValueError("give an ISO date or datetime, as a sitemap's lastmod is written (2026-11-01, "
                              "2026-11-01T10:30:00Z)")
         return when
+    @field_validator("follow")
+    @classmethod
+    def _follow(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("say which links to follow (or leave 'follow' out: every link in scope)")
+        return value
 
     @field_validator("labels")
     @classmethod
@@ -219,6 +233,7 @@ class CrawlTrap(BaseModel):
 
     pattern: str
     skipped: int
+    follow: int = 0  # the follow model scored them below follow_min_score (not marked seen)
 
 
 class CrawlRecord(BaseModel):
@@ -244,6 +259,8 @@ class CrawlRecord(BaseModel):
     traps: list[CrawlTrap] = Field(default_factory=list, description="URL patterns that reached max_pages_per_pattern, "
                                    f"most links skipped first (at most {MAX_TRAPS_SHOWN}).")
     sitemap_pages: int = Field(0, description="Pages the sitemaps listed.")
+    follow_errors: int = Field(0, description="Pages whose follow call failed or answered out of shape: their "
+                               "links were queued by the scope rules alone.")
     sitemap_errors: list[str] = Field(default_factory=list, description="Sitemaps that could not be read, and why.")
     spec: CrawlSpec
     created_at: datetime

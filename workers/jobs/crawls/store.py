@@ -284,6 +284,10 @@ class CrawlStore:
                     pipe.hincrby(self.keys.crawl(crawl_id), f"skipped:{reason}", n)
             await pipe.execute()
 
+    async def note_follow_error(self, crawl_id: str) -> None:
+        """A page whose follow call gave no usable scores (its links went by the scope rules)."""
+        await self.redis.hincrby(self.keys.crawl(crawl_id), "follow_errors", 1)
+
     async def note_sitemaps(self, crawl_id: str, pages: int, errors: list[str]) -> None:
         key = self.keys.crawl(crawl_id)
         await self.redis.hincrby(key, "sitemap_pages", pages)
@@ -337,7 +341,7 @@ class CrawlStore:
             frontier=await self.redis.hlen(self.keys.crawl_frontier(crawl_id)),
             visited=counts.succeeded + failed, failed=failed, retried=retried, counts=counts,
             skipped=skipped, traps=[CrawlTrap(pattern=p, skipped=n) for n, p in trapped],
-            sitemap_pages=int(raw.get("sitemap_pages") or 0),
+            sitemap_pages=int(raw.get("sitemap_pages") or 0), follow_errors=int(raw.get("follow_errors") or 0),
             sitemap_errors=json.loads(raw.get("sitemap_errors") or "[]"),
             spec=CrawlSpec.model_validate_json(raw["spec"]),
             created_at=datetime.fromtimestamp(float(raw["created_at"]), UTC), finished_at=batch.finished_at,

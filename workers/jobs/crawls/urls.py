@@ -139,6 +139,7 @@ class Skip:
     lastmod: str = "lastmod"  # a sitemap page its sitemap says last changed before sitemap_modified_since
     quota: str = "quota"  # the crawl's tenant was over its queued or daily jobs quota (not marked seen)
     trap: str = "trap"  # its pattern had max_pages_per_pattern pages queued already (a crawler trap)
+    follow: str = "follow"  # the crawl's follow model scored it below follow_min_score (not marked seen)
 
 
 SKIP = Skip()

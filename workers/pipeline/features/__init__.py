@@ -6,7 +6,8 @@ recipe learns from the result before the limits may move its steps to the artifa
 kept session judges the result last, as it will be recorded. A crawl's page sets its data (extract mode)
 before the limits measure it. Incremental runs come after the recipe (a replay asks no model: nothing
 to reuse) and keep a page's read after the crawl judged its answer (a 429 is no read), before the
-limits may move the data to the artifact store.
+limits may move the data to the artifact store. A crawl's page settles before the costs, so its
+follow call (a model scoring its links) is priced in the page's ``cost_usd``.
 """
 
 from workers.pipeline.feature import Feature
@@ -35,12 +36,13 @@ FEATURES: tuple[type[Feature], ...] = (
     ProxyPools,  # prepare: its proxy of a pool; attach: the pool hears its pages' answers (after politeness' gate)
     Artifacts,  # prepare: its folder in the artifact store
     InputFiles,  # prepare: the files it may upload (sent with it, or another job's artifacts of its tenant)
+    Crawls,  # prepare: a recipe replayed on the crawl's page; settle: the page queues the pages it found (before
+             # Costs: the follow model's calls are the page's)
     Costs,  # prepare: each LLM call priced, max_cost_usd; settle: cost_usd, budget_exceeded
     FirstCommand,  # attach: when its tab sends its first command
     HumanHelp,  # prepare: a job that may ask a human (request_human, pushed inputs) reaches its record
     LiveViews,  # during: the screencast while someone watches (faster while someone controls it)
     Takeovers,  # during: an operator's input events replayed on the tab while they control it
-    Crawls,  # prepare: a recipe replayed on the crawl's page; settle: the page queues the pages it found
     IncrementalRuns,  # prepare: a scheduled page's last read; settle: this run's read, kept for the next
     ResultLimits,  # settle: the result's size limit, large results offloaded
     KeptSessions,  # settle/after: the session kept for follow-ups

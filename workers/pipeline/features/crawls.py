@@ -14,6 +14,14 @@ queued (the same order as one list, so the same budget; the workers visit the li
 A page whose job was cancelled (the crawl's cancel) before it opened the page goes to the crawl's
 frontier, as its queued pages do, for a resume to visit.
 
+With the crawl's ``follow`` task, the candidates left after scope, depth and robots.txt that the
+crawl has not seen are scored by one model call (``workers.agent.follow``): those below
+``follow_min_score`` are skipped (``follow``), the rest queued best first, so the page budget goes
+to the best links. The call is the page job's: its tokens join the result's totals and its cost the
+result's ``cost_usd`` (``Costs`` settles after this feature). A call that fails or answers out of
+shape never fails the page: its candidates are queued by the scope rules alone, and the crawl's
+``follow_errors`` counts it.
+
 In ``extract`` mode the page's data is its text as markdown and its in-scope links. In ``recipe``
 mode (prepare) the recipe is replayed on the page the job visits, not on the recipe's own start URL
 (``RecipeReplay`` sets the job up as the recipe's, start URL included, just before).
@@ -24,10 +32,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import workers.jobs.metrics as metrics
+from config.logs import bind
+from workers.agent.follow import FollowFailed, FollowLink, FollowUsage, score_links
+from workers.agent.secrets import Secrets
 from workers.jobs.crawls.models import CRAWL_LABEL, CrawlSpec, PageMode
 from workers.jobs.crawls.sitemaps import SitemapError, lastmod_time, parse_sitemap, robots_sitemaps
 from workers.jobs.crawls.store import CrawlStore, FoundURL, PageInfo
@@ -122,7 +134,8 @@ class Crawls(Feature):
         scope, skips = scope_of(spec), Counter[str]()
         in_scope: list[str] = []
         found: list[FoundURL] = []
-        links = [spec.normalise(link.href) for link in state.links()] if state is not None else []
+        anchors = state.links() if state is not None else []
+        links = [spec.normalise(link.href) for link in anchors]
         for url in dict.fromkeys(u for u in links if u is not None):
             if not scope.admits(url):
                 skips[SKIP.scope] += 1
@@ -133,6 +146,10 @@ class Crawls(Feature):
             else:
                 found.append(FoundURL(url, page.depth + 1, page.url))
         found = await self._allowed(run, spec, found, skips)
+        if spec.follow and found:
+            texts = {url: link.text for link, url in reversed(list(zip(anchors, links))) if url}  # the first text
+            chosen = await self._followed(run, spec, crawl_id, found, texts, skips)
+            found, result = chosen.found, _charged(result, chosen.usage)
         final = spec.normalise(state.url) if state is not None else None
         canonical = _canonical(state, scope, spec)
         await self.crawls.mark_seen(crawl_id, [u for u in (final, canonical) if u and u != page.url])
@@ -146,6 +163,35 @@ class Crawls(Feature):
         if spec.mode is PageMode.extract and result.status is JobStatus.succeeded and state is not None:
             result.data = {"markdown": state.text(), "links": in_scope}
         return result
+
+    async def _followed(self, run: JobRun, spec: CrawlSpec, crawl_id: str, found: list[FoundURL],
+                        texts: dict[str, str], skips: Counter[str]) -> _Followed:
+        """The candidates the crawl's follow model scored at least ``follow_min_score``, best first
+        (the ones seen already go on to ``grow``, which counts them ``dedup``); all of them when the
+        call gives no usable scores."""
+        assert self.crawls is not None and spec.follow is not None
+        fresh = await self.crawls.unseen(crawl_id, [c.url for c in found])
+        new = [c for c, is_new in zip(found, fresh) if is_new]
+        if not new:
+            return _Followed(found, FollowUsage())
+        hidden = (run.session.hidden if run.session is not None
+                  else Secrets(run.inputs.secrets, run.inputs.totp, run.inputs.secret_domains))
+        try:
+            scored = await score_links(run.inputs.config.llm, run.spec, spec.follow,
+                                       [FollowLink(c.url, texts.get(c.url, "")) for c in new],
+                                       secrets=hidden, telemetry=run.inputs.telemetry)
+        except Exception as exc:  # a model that fails, times out or lies never fails the page
+            usage = exc.usage if isinstance(exc, FollowFailed) else FollowUsage()
+            with bind(crawl=crawl_id, job_id=run.job_id, links=len(new), follow_error=str(exc)):
+                log.warning("crawl %s: job %s: the follow model gave no usable scores (%s): the page's %d links "
+                            "go by the scope rules", crawl_id, run.job_id, exc, len(new))
+            await self.crawls.note_follow_error(crawl_id)
+            return _Followed(found, usage)
+        kept = sorted((-score, i) for i, score in enumerate(scored.scores)
+                      if score is not None and score >= spec.follow_min_score)
+        skips[SKIP.follow] += len(new) - len(kept)
+        return _Followed([new[i] for _, i in kept] + [c for c, is_new in zip(found, fresh) if not is_new],
+                         scored.usage)
 
     async def _state(self, run: JobRun) -> Any | None:
         """The page as the browser last captured it (captured again only if it changed since)."""
@@ -242,6 +288,25 @@ class Crawls(Feature):
         await self.crawls.note_sitemaps(crawl_id, listed, errors)
         await self.crawls.note_lastmod(crawl_id, {url: when.isoformat() for url, when in lastmods.items()})
         return pages
+
+
+@dataclass(frozen=True)
+class _Followed:
+    """The candidates a follow call kept (best first) and what the call cost."""
+
+    found: list[FoundURL]
+    usage: FollowUsage
+
+
+def _charged(result: JobResult, usage: FollowUsage) -> JobResult:
+    """The result with the follow call's tokens and calls in its totals (its cost: ``Costs``)."""
+    if not usage.calls:
+        return result
+    totals = result.totals.model_copy(update={
+        "input_tokens": result.totals.input_tokens + usage.input_tokens,
+        "output_tokens": result.totals.output_tokens + usage.output_tokens,
+        "llm_calls": result.totals.llm_calls + usage.calls})
+    return result.model_copy(update={"totals": totals})
 
 
 def _refused_by_site(run: JobRun, result: JobResult, url: str, spec: CrawlSpec) -> JobResult:
