@@ -110,9 +110,11 @@ class Browser:
     def on_gone(self, callback: Callable[[BrowserGone], None]) -> None:
         self.connection.on_close(callback)
 
-    def memory_bytes(self) -> int | None:
-        """Memory (PSS) of the whole process tree; None for a browser we did not launch."""
-        return tree_memory_bytes(self.process.pid) if self.process else None
+    def memory_bytes(self, past: int = 0) -> int | None:
+        """Memory (PSS) of the whole process tree; None for a browser we did not launch. With
+        ``past`` (a limit, in bytes), a tree that is within it by resident size is not read further
+        (``tree_memory_bytes``): the answer is then its resident size, still within the limit."""
+        return tree_memory_bytes(self.process.pid, past) if self.process else None
 
     def pages_in(self, context_id: str) -> list[dict[str, Any]]:
         """Target infos of the page targets (tabs) in one browser context, oldest first."""

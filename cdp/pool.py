@@ -605,7 +605,7 @@ class BrowserPool:
         while not self._closed:
             await asyncio.sleep(self.config.health_interval)
             for slot in [s for s in self._slots if s.state == "ready" and s.browser]:
-                used = await asyncio.to_thread(slot.browser.memory_bytes)  # type: ignore[union-attr]
+                used = await asyncio.to_thread(slot.browser.memory_bytes, limit)  # type: ignore[union-attr]
                 if used is not None and used > limit:
                     self._drain(slot, RecycleReason.memory)
 
