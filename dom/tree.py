@@ -10,8 +10,9 @@ smaller than its children's and a subtree is a contiguous range.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from itertools import compress, repeat
+from operator import itemgetter, not_
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from dom.frames import Rect
@@ -48,10 +49,12 @@ class Strings:
     __slots__ = ("table", "_index")
 
     def __init__(self, table: list[str]) -> None:
-        try:
-            "\0".join(table).encode("utf-8")  # one C-speed check for the common case: nothing to mend
-        except UnicodeEncodeError:
-            table = [well_formed(t) for t in table]
+        joined = "\0".join(table)  # one C-speed check for the common case: nothing to mend
+        if not joined.isascii():  # (known without a scan: a str records whether it is ASCII)
+            try:
+                joined.encode("utf-8")
+            except UnicodeEncodeError:
+                table = [well_formed(t) for t in table]
         self.table = table
         self._index: dict[str, int] | None = None
 
@@ -60,7 +63,7 @@ class Strings:
 
     def _lookup(self) -> dict[str, int]:
         if self._index is None:
-            self._index = {s: i for i, s in enumerate(self.table)}
+            self._index = dict(zip(self.table, range(len(self.table))))  # a later duplicate wins, as before
         return self._index
 
     def ids(self, *names: str) -> set[int]:
@@ -91,9 +94,9 @@ def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
     return dict(zip(rare.get("index", ()), rare.get("value", ())))
 
 
-@dataclass(frozen=True, slots=True)
-class TextEnds:
-    """The boxes (x, y, width, height) of a text's first and last line fragments."""
+class TextEnds(NamedTuple):
+    """The boxes (x, y, width, height) of a text's first and last line fragments (a tuple: one is
+    made per rendered text node, and a frozen dataclass costs several times as much to make)."""
 
     first: list[float]
     last: list[float]
@@ -138,10 +141,9 @@ class DocTree:
         self.content_doc = _rare_map(nodes.get("contentDocumentIndex"))
         self.shadow = _rare_map(nodes.get("shadowRootType"))
         lay_nodes: list[int] = layout["nodeIndex"]
-        lay = [-1] * self.n
-        for k in range(len(lay_nodes) - 1, -1, -1):  # a node may own several layout objects; keep the first
-            lay[lay_nodes[k]] = k
-        self.lay = lay
+        # a node may own several layout objects; keep the first (walked backwards, the first is set last)
+        first = dict(zip(reversed(lay_nodes), range(len(lay_nodes) - 1, -1, -1)))
+        self.lay = list(map(first.get, range(self.n), repeat(-1)))
         self.lay_nodes = lay_nodes
         self.bounds: list[list[float]] = layout["bounds"]
         self.styles: list[list[int]] = layout["styles"]
@@ -152,7 +154,7 @@ class DocTree:
         self.paint: list[int] = layout.get("paintOrders") or [0] * len(lay_nodes)
         self.lay_text: list[int] = layout.get("text") or []
         self._text_boxes: dict[str, list[Any]] = doc.get("textBoxes") or {}
-        self._text_ends: dict[int, tuple[int, int]] | None = None
+        self._text_ends: tuple[dict[int, int], dict[int, int]] | None = None
         self._ordinals: list[int] | None = None
         self._columns: dict[int, list[int]] = {}
         self._marked: list[int] | None = None
@@ -164,15 +166,17 @@ class DocTree:
         """Boxes of the first and last line fragments of text layout object ``k``: a wrapped text's
         own box spans its lines, so only these say where it starts and where it ends."""
         if self._text_ends is None:
-            ends: dict[int, tuple[int, int]] = {}
-            for j, owner in enumerate(self._text_boxes.get("layoutIndex") or ()):
-                ends[owner] = (ends[owner][0], j) if owner in ends else (j, j)
-            self._text_ends = ends
-        found = self._text_ends.get(k)
-        if found is None:
+            owners = self._text_boxes.get("layoutIndex") or []
+            # layout object -> its first and its last fragment; built at C speed (a later key wins)
+            self._text_ends = (
+                dict(zip(reversed(owners), range(len(owners) - 1, -1, -1))), dict(zip(owners, range(len(owners))))
+            )
+        first, last = self._text_ends
+        j = first.get(k)
+        if j is None:
             return TextEnds(self.bounds[k], self.bounds[k])
         boxes = self._text_boxes["bounds"]
-        return TextEnds(boxes[found[0]], boxes[found[1]])
+        return TextEnds(boxes[j], boxes[last[k]])
 
     # --- whole columns -----------------------------------------------------------------------
 
@@ -187,7 +191,7 @@ class DocTree:
         """Nodes carrying any attribute of ``MARK_ATTRS``: the only ones the attribute rules look at."""
         if self._marked is None:
             names = self.s.ids(*MARK_ATTRS)
-            self._marked = [i for i, a in enumerate(self.attrs) if a and not names.isdisjoint(a)] if names else []
+            self._marked = list(compress(range(self.n), map(not_, map(names.isdisjoint, self.attrs)))) if names else []
         return self._marked
 
     # --- decoding single nodes -------------------------------------------------------------
