@@ -10,8 +10,7 @@ smaller than its children's and a subtree is a contiguous range.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import itemgetter, not_
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -141,9 +140,10 @@ class DocTree:
         self.content_doc = _rare_map(nodes.get("contentDocumentIndex"))
         self.shadow = _rare_map(nodes.get("shadowRootType"))
         lay_nodes: list[int] = layout["nodeIndex"]
-        # a node may own several layout objects; keep the first (walked backwards, the first is set last)
-        first = dict(zip(reversed(lay_nodes), range(len(lay_nodes) - 1, -1, -1)))
-        self.lay = list(map(first.get, range(self.n), repeat(-1)))
+        lay = [-1] * self.n
+        for k in range(len(lay_nodes) - 1, -1, -1):  # a node may own several layout objects; keep the first
+            lay[lay_nodes[k]] = k
+        self.lay = lay
         self.lay_nodes = lay_nodes
         self.bounds: list[list[float]] = layout["bounds"]
         self.styles: list[list[int]] = layout["styles"]
@@ -154,7 +154,7 @@ class DocTree:
         self.paint: list[int] = layout.get("paintOrders") or [0] * len(lay_nodes)
         self.lay_text: list[int] = layout.get("text") or []
         self._text_boxes: dict[str, list[Any]] = doc.get("textBoxes") or {}
-        self._text_ends: tuple[dict[int, int], dict[int, int]] | None = None
+        self._text_ends: dict[int, tuple[int, int]] | None = None
         self._ordinals: list[int] | None = None
         self._columns: dict[int, list[int]] = {}
         self._marked: list[int] | None = None
@@ -166,17 +166,15 @@ class DocTree:
         """Boxes of the first and last line fragments of text layout object ``k``: a wrapped text's
         own box spans its lines, so only these say where it starts and where it ends."""
         if self._text_ends is None:
-            owners = self._text_boxes.get("layoutIndex") or []
-            # layout object -> its first and its last fragment; built at C speed (a later key wins)
-            self._text_ends = (
-                dict(zip(reversed(owners), range(len(owners) - 1, -1, -1))), dict(zip(owners, range(len(owners))))
-            )
-        first, last = self._text_ends
-        j = first.get(k)
-        if j is None:
+            ends: dict[int, tuple[int, int]] = {}
+            for j, owner in enumerate(self._text_boxes.get("layoutIndex") or ()):
+                ends[owner] = (ends[owner][0], j) if owner in ends else (j, j)
+            self._text_ends = ends
+        found = self._text_ends.get(k)
+        if found is None:
             return TextEnds(self.bounds[k], self.bounds[k])
         boxes = self._text_boxes["bounds"]
-        return TextEnds(boxes[j], boxes[last[k]])
+        return TextEnds(boxes[found[0]], boxes[found[1]])
 
     # --- whole columns -----------------------------------------------------------------------
 
@@ -191,7 +189,7 @@ class DocTree:
         """Nodes carrying any attribute of ``MARK_ATTRS``: the only ones the attribute rules look at."""
         if self._marked is None:
             names = self.s.ids(*MARK_ATTRS)
-            self._marked = list(compress(range(self.n), map(not_, map(names.isdisjoint, self.attrs)))) if names else []
+            self._marked = [i for i, a in enumerate(self.attrs) if a and not names.isdisjoint(a)] if names else []
         return self._marked
 
     # --- decoding single nodes -------------------------------------------------------------
@@ -210,10 +208,16 @@ class DocTree:
     def attr(self, i: int, name_id: int) -> str | None:
         """The value of one attribute, by the string-table index of its name."""
         a = self.attrs[i]
-        names = a[0::2]
-        if name_id not in names:
+        if name_id not in a:  # searched in C, no slice of the names made: most nodes lack most attributes
             return None
-        return self.s(a[2 * names.index(name_id) + 1])
+        k = -1
+        try:
+            while True:  # the first match at a name's (even) place; a value may equal it too
+                k = a.index(name_id, k + 1)
+                if not k & 1:
+                    return self.s(a[k + 1])
+        except ValueError:
+            return None
 
     def style(self, i: int, which: int) -> str:
         k = self.lay[i]
