@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dom.frames import Rect, intersect
-from dom.tree import BACKGROUND, ELEMENT, OPACITY, POINTER_EVENTS, VISIBILITY, DocTree, positions
+from dom.tree import BACKGROUND, ELEMENT, OPACITY, POINTER_EVENTS, VISIBILITY, DocTree
 
 CELL = 256.0
 
@@ -52,10 +52,9 @@ class Occluders:
             ax1, ay1, ax2, ay2 = area[0], area[1], area[0] + area[2], area[1] + area[3]
         lay_nodes, bounds, paint, node_type, name = doc.lay_nodes, doc.bounds, doc.paint, doc.node_type, doc.name
         grid, styles = self.grid, doc.styles
-        background = doc.column(BACKGROUND)
-        # only the layout objects with an opaque background, found in C (order does not matter: a
-        # cell's list is only asked whether any box in it covers)
-        for k in (k for bg in opaque for k in positions(background, bg)):
+        for k, bg in enumerate(doc.column(BACKGROUND)):
+            if bg not in opaque:
+                continue
             x, y, w, h = bounds[k]
             if w <= 0 or h <= 0 or x > ax2 or y > ay2 or x + w < ax1 or y + h < ay1:
                 continue
