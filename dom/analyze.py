@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import NamedTuple
 
 from dom.frames import Frame, Rect, intersect
@@ -129,8 +130,9 @@ class FrameAnalysis:
             if name[i] == fieldset and doc.attr(i, disabled) is not None:
                 fieldsets.add(i)
         never, plain = s.ids(*NEVER), (self.visible_id, -1)
+        overflow = doc.column(OVERFLOW)
         clips = {
-            i for i in (lay_nodes[k] for k, v in enumerate(doc.column(OVERFLOW)) if v not in plain)
+            i for v in set(overflow).difference(plain) for i in (lay_nodes[k] for k in positions(overflow, v))
             if name[i] not in never and doc.node_type[i] == ELEMENT
         }
         fixed = {lay_nodes[k] for k in positions(doc.column(POSITION), s.id("fixed"))}
@@ -143,26 +145,28 @@ class FrameAnalysis:
         legends = self._first_legends(fieldsets)
         cands = self.cands.all
         n, parent, bounds, lay = doc.n, doc.parent, doc.bounds, doc.lay
-        down: list[Ctx] = [ROOT] * n
+        down: list[Ctx] = [ROOT] * (n + 1)  # one more, last: ``down[-1]``, for a node without a parent
         flags = bytearray(n)
         for i in hide.keys() | fieldsets | clips | cands | fixed | legends:
             flags[i] = 1
         own, screen = self.own, doc.viewport()
-        for i in range(1, n):
-            p = parent[i]
-            c = down[p] if p >= 0 else ROOT
-            if flags[i]:
-                hidden, disabled, clip, cand = c
-                if i in fixed:  # out of the page's flow: only what is on screen now is ever seen
-                    clip = screen
-                if i in legends:  # a disabled fieldset's first legend is not disabled by it
-                    disabled = down[parent[p]][1]
-                c = (hidden | hide.get(i, 0), disabled or i in fieldsets, clip, i if i in cands else cand)
-                if i in clips:  # an element is not clipped by its own overflow; its content is
-                    own[i] = c
-                    b = bounds[lay[i]]
-                    c = (c[0], c[1], intersect(clip, (b[0], b[1], b[2], b[3])), c[3])
+        # Most nodes only pass on their parent's context: that case is kept to one list copy.
+        for i, p, special in zip(range(1, n), islice(parent, 1, None), islice(flags, 1, None)):
+            if not special:
+                down[i] = down[p]
+                continue
+            hidden, disabled, clip, cand = c = down[p]
+            if i in fixed:  # out of the page's flow: only what is on screen now is ever seen
+                clip = screen
+            if i in legends:  # a disabled fieldset's first legend is not disabled by it
+                disabled = down[parent[p]][1]
+            c = (hidden | hide.get(i, 0), disabled or i in fieldsets, clip, i if i in cands else cand)
+            if i in clips:  # an element is not clipped by its own overflow; its content is
+                own[i] = c
+                b = bounds[lay[i]]
+                c = (c[0], c[1], intersect(clip, (b[0], b[1], b[2], b[3])), c[3])
             down[i] = c
+        down.pop()
         return down
 
     def _first_legends(self, fieldsets: set[int]) -> set[int]:

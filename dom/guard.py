@@ -167,6 +167,26 @@ _KEY_SHAPES = re.compile(
     r"|\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*",
 )
 
+# Necessary conditions, cheap to test, for the patterns above: each pattern begins with a
+# look-around or ``\b``, which keeps Python's ``re`` from skipping ahead to a possible start, so
+# it tries every alternative at every position (about half a microsecond a character: most of
+# the cost of sending a small page's element list). A text without any of these cannot match, and
+# the pattern itself decides whenever one is there.
+# ``_KEY_SHAPES`` without its leading word boundaries: every alternative holds one of these literals.
+_KEY_HINT = re.compile(r"-----BEGIN |sk-|AKIA|ASIA|gh[pousr]_|xox[abprs]-|AIza|eyJ|Bearer\s")
+# ``_LABELLED_SECRET``'s names, each held by one of these words. Case is ignored the way ``re``
+# ignores it: lower case, plus the letters ``re`` also takes for i and s (dotted capital I,
+# dotless i, long s), which ``str.lower`` leaves or turns into two characters.
+_SECRET_WORDS = ("pass", "pwd", "secret", "key", "token")
+_RE_CASE_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+# ``_SSN`` needs a hyphen between digits.
+_SSN_HINT = re.compile(r"\d-\d")
+
+
+def _may_hold_labelled_secret(text: str) -> bool:
+    folded = (text if text.isascii() else text.translate(_RE_CASE_FOLD)).lower()
+    return any(word in folded for word in _SECRET_WORDS)
+
 
 @dataclass(frozen=True)
 class Sanitized:
@@ -206,8 +226,11 @@ def sanitize(text: str) -> Sanitized:
         return f"{match.group(1)}{match.group(2)}{CREDENTIAL_MARK}"
 
     text = _flag_overrides(text, found)
-    text = _KEY_SHAPES.sub(mark("credential", CREDENTIAL_MARK), text)
-    text = _LABELLED_SECRET.sub(labelled, text)
+    if _KEY_HINT.search(text):
+        text = _KEY_SHAPES.sub(mark("credential", CREDENTIAL_MARK), text)
+    if _may_hold_labelled_secret(text):
+        text = _LABELLED_SECRET.sub(labelled, text)
     text = _CARD.sub(card, text)
-    text = _SSN.sub(mark("ssn", SSN_MARK), text)
+    if "-" in text and _SSN_HINT.search(text):
+        text = _SSN.sub(mark("ssn", SSN_MARK), text)
     return Sanitized(text, tuple(dict.fromkeys(found)))

@@ -125,10 +125,9 @@ def _scroll_lines(scroll: ScrollInfo) -> tuple[str, str]:
     return above, below
 
 
-def render(lines: list[Line], elements: dict[int, Element], new: set[int], scroll: ScrollInfo, *,
-           wrapped: bool = True) -> str:
-    """The element lines between the scroll lines; ``wrapped=False`` leaves the wrapping to a caller
-    that puts more page-derived text (title, URL, tabs) in the same untrusted block."""
+def render(element_lines: str, scroll: ScrollInfo, *, wrapped: bool = True) -> str:
+    """The element lines (``render_lines``) between the scroll lines; ``wrapped=False`` leaves the
+    wrapping to a caller that puts more page-derived text (title, URL, tabs) in the same untrusted block."""
     above, below = _scroll_lines(scroll)
-    body = render_lines(lines, elements, new) or "(no visible content)"
+    body = element_lines or "(no visible content)"
     return f"{above}\n{wrap(body) if wrapped else body}\n{below}"

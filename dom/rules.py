@@ -10,6 +10,8 @@ Two strengths of evidence:
 
 from __future__ import annotations
 
+from itertools import compress
+
 from dom.tree import CURSOR, ELEMENT, DocTree, positions
 
 NATIVE_TAGS = ("A", "BUTTON", "INPUT", "SELECT", "TEXTAREA", "SUMMARY", "OPTION", "LABEL")
@@ -51,13 +53,13 @@ class Candidates:
         a_tag, label_tag, option_tag = s.id("A"), s.id("LABEL"), s.id("OPTION")
         href = s.id("href")
         strong: set[int] = set()
-        for t in native:
-            for i in positions(name, t):
-                if lay[i] < 0:
-                    continue
-                if t == a_tag and doc.attr(i, href) is None and i not in doc.clickable:
-                    continue  # an anchor without href is plain text unless a script listens on it
-                strong.add(i)
+        # one pass over the names in C (eight list scans, one a tag, cost twice as much on a large page)
+        for i in compress(range(doc.n), map(native.__contains__, name)):
+            if lay[i] < 0:
+                continue
+            if name[i] == a_tag and doc.attr(i, href) is None and i not in doc.clickable:
+                continue  # an anchor without href is plain text unless a script listens on it
+            strong.add(i)
         self._add_attribute_signals(strong)
         self.labels = {i for i in strong if name[i] == label_tag}
         self.options = {i for i in strong if name[i] == option_tag}

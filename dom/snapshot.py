@@ -100,7 +100,10 @@ class Snapshots:
 async def take_all(page: Page) -> Snapshots:
     """The page's snapshot and one per out-of-process iframe, taken at once."""
     frames = list(page.frame_sessions.items())
-    main, *others = await asyncio.gather(take(page.session), *(_frame(tid, s) for tid, s in frames))
+    if frames:
+        main, *others = await asyncio.gather(take(page.session), *(_frame(tid, s) for tid, s in frames))
+    else:  # the common case, awaited directly: a gather's task costs a loop turn (~40 us, 4% of a small page)
+        main, others = await take(page.session), []
     snaps = [FrameSnapshot(page.session, main, page.target_id)]
     snaps.extend(f for f in others if f is not None)
     return Snapshots(snaps, layout_viewport(main))

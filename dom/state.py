@@ -25,6 +25,10 @@ class PageState:
         self.numbering = indexes.numbering
         self._lines = lines
         self._frames = frames
+        # Rendered once per capture: a step reads the element lines for the planner, the history and
+        # the loop check, and the page's text twice (the capture is not changed after it is made).
+        self._rendered: dict[bool, str] = {}  # with the "new" marks, and without
+        self._text: str | None = None
 
     def __repr__(self) -> str:
         return f"<PageState {self.url!r} elements={len(self.elements)} new={len(self.new_indexes)}>"
@@ -35,21 +39,30 @@ class PageState:
     def to_prompt(self, *, wrapped: bool = True) -> str:
         """Nanobrowser's element list between scroll lines, the page part in an untrusted wrapper
         (``wrapped=False``: neutralized but not wrapped, for a caller that wraps more with it)."""
-        return prompt.render(self._lines, self.elements, self.new_indexes, self.scroll, wrapped=wrapped)
+        return prompt.render(self._element_lines(marked=True), self.scroll, wrapped=wrapped)
 
     def fingerprint(self) -> str:
         """What the page shows the agent, as a short digest: the URL, the scroll position and the
         element lines without their "new" marks (a page seen again unchanged has the same one)."""
-        body = prompt.render(self._lines, self.elements, set(), self.scroll, wrapped=False)
+        body = prompt.render(self._element_lines(marked=False), self.scroll, wrapped=False)
         return hashlib.sha256(f"{self.url}\n{body}".encode("utf-8", "replace")).hexdigest()[:32]
 
     def elements_text(self) -> str:
         """Only the element lines (no scroll lines, no wrapper): for logs and debugging."""
-        return prompt.render_lines(self._lines, self.elements, self.new_indexes)
+        return self._element_lines(marked=True)
+
+    def _element_lines(self, *, marked: bool) -> str:
+        body = self._rendered.get(marked)
+        if body is None:
+            body = prompt.render_lines(self._lines, self.elements, self.new_indexes if marked else set())
+            self._rendered[marked] = body
+        return body
 
     def text(self) -> str:
         """The page's readable text as light markdown, every frame, whatever the scroll position."""
-        return text.markdown(self._frames)
+        if self._text is None:
+            self._text = text.markdown(self._frames)
+        return self._text
 
     def links(self) -> list[Link]:
         return text.links(self._frames)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from dom.frames import Rect
@@ -48,10 +48,12 @@ class Strings:
     __slots__ = ("table", "_index")
 
     def __init__(self, table: list[str]) -> None:
-        try:
-            "\0".join(table).encode("utf-8")  # one C-speed check for the common case: nothing to mend
-        except UnicodeEncodeError:
-            table = [well_formed(t) for t in table]
+        joined = "\0".join(table)  # one C-speed check for the common case: nothing to mend
+        if not joined.isascii():  # (known without a scan: a str records whether it is ASCII)
+            try:
+                joined.encode("utf-8")
+            except UnicodeEncodeError:
+                table = [well_formed(t) for t in table]
         self.table = table
         self._index: dict[str, int] | None = None
 
@@ -60,7 +62,7 @@ class Strings:
 
     def _lookup(self) -> dict[str, int]:
         if self._index is None:
-            self._index = {s: i for i, s in enumerate(self.table)}
+            self._index = dict(zip(self.table, range(len(self.table))))  # a later duplicate wins, as before
         return self._index
 
     def ids(self, *names: str) -> set[int]:
@@ -91,9 +93,9 @@ def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
     return dict(zip(rare.get("index", ()), rare.get("value", ())))
 
 
-@dataclass(frozen=True, slots=True)
-class TextEnds:
-    """The boxes (x, y, width, height) of a text's first and last line fragments."""
+class TextEnds(NamedTuple):
+    """The boxes (x, y, width, height) of a text's first and last line fragments (a tuple: one is
+    made per rendered text node, and a frozen dataclass costs several times as much to make)."""
 
     first: list[float]
     last: list[float]
@@ -206,10 +208,16 @@ class DocTree:
     def attr(self, i: int, name_id: int) -> str | None:
         """The value of one attribute, by the string-table index of its name."""
         a = self.attrs[i]
-        names = a[0::2]
-        if name_id not in names:
+        if name_id not in a:  # searched in C, no slice of the names made: most nodes lack most attributes
             return None
-        return self.s(a[2 * names.index(name_id) + 1])
+        k = -1
+        try:
+            while True:  # the first match at a name's (even) place; a value may equal it too
+                k = a.index(name_id, k + 1)
+                if not k & 1:
+                    return self.s(a[k + 1])
+        except ValueError:
+            return None
 
     def style(self, i: int, which: int) -> str:
         k = self.lay[i]

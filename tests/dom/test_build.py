@@ -8,6 +8,7 @@ parameters change.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from dom import PageState, snapshot
@@ -44,3 +45,18 @@ def test_indexes_are_stable_and_nothing_is_new_on_an_unchanged_page() -> None:
     again = built("controls", previous=first)
     assert again.new_indexes == set()
     assert {i: e.tag for i, e in again.elements.items()} == {i: e.tag for i, e in first.elements.items()}
+
+
+
+def test_a_capture_renders_the_same_however_often_it_is_read() -> None:
+    """The element lines and the text are rendered once per capture and then reused: every read
+    gives the same text, and a fresh nonce still wraps each prompt."""
+    first, again = built("form1"), built("form1")
+    state = built("form1")
+    assert state.to_prompt(wrapped=False) == state.to_prompt(wrapped=False) == first.to_prompt(wrapped=False)
+    assert state.elements_text() in state.to_prompt(wrapped=False) and state.text() == state.text() == first.text()
+    assert state.fingerprint() == state.fingerprint() == again.fingerprint()
+    prompts = [state.to_prompt() for _ in range(2)]
+    tags = [set(re.findall(r"untrusted_content_[0-9a-f]+", p)) for p in prompts]
+    assert len(tags[0]) == 1 and tags[0] != tags[1]  # each prompt has its own nonce
+    assert prompts[0].replace(tags[0].pop(), "T") == prompts[1].replace(tags[1].pop(), "T")

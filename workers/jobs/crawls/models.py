@@ -226,6 +226,7 @@ class CrawlSkips(BaseModel):
     lastmod: int = 0  # sitemap pages last modified before the crawl's sitemap_modified_since
     quota: int = 0  # its tenant's queued or daily quota was full when they were found (not marked seen)
     trap: int = 0  # their URL pattern had max_pages_per_pattern pages queued already
+    follow: int = 0  # the follow model scored them below follow_min_score (not marked seen)
 
 
 class CrawlTrap(BaseModel):
@@ -233,7 +234,6 @@ class CrawlTrap(BaseModel):
 
     pattern: str
     skipped: int
-    follow: int = 0  # the follow model scored them below follow_min_score (not marked seen)
 
 
 class CrawlRecord(BaseModel):
