@@ -137,7 +137,8 @@ async def test_a_closed_network_is_refused_naming_the_flag_that_opens_it(pool, s
     assert (result.status, result.category) == (JobStatus.failed, FailureCategory.url_blocked), result.error
     assert result.error == ("blocked: http://127.0.0.2:8080/private: address 127.0.0.2 is loopback, a private network "
                             "the job has not opened; open it with --allow-network 127.0.0.2/32 (job field "
-                            "allowed_networks), or for every job with the operator's BROWSERD_ALLOWED_NETWORKS")
+                            "allowed_networks), within what the operator allows: BROWSERD_ALLOWED_NETWORKS, opened "
+                            "for every job of the operator's own, and a tenant's allowed_networks for its jobs")
 
 
 async def test_a_host_that_does_not_resolve_fails_as_dns_error(pool, site):
