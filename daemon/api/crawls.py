@@ -10,18 +10,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from config import Settings
 from daemon.api.batches import ndjson
 from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
-from daemon.api.recipes import check_crawl_recipe, recipe_store
+from daemon.api.recipes import recipe_store
 from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.store import CrawlStore
 from workers.jobs.errors import CrawlNotCancelled
 from workers.jobs.lifecycle.crawling import cancel_crawl as cancel_it
-from workers.jobs.lifecycle.crawling import check_crawl, resume_crawl as resume_it, submit_crawl
-from workers.jobs.specs.checks import check_webhook_url
-from workers.jobs.tenants.ceilings import tenant_ceiling
+from workers.jobs.lifecycle.crawling import resume_crawl as resume_it, start_crawl as start_it
 from workers.jobs.tenants.principal import Principal
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(caller)], responses=ERRORS, tags=["crawls"])
@@ -42,12 +39,7 @@ async def start_crawl(spec: CrawlSpec, request: Request, store: Store, who: Call
     """Start a crawl: its start URLs (and the sitemaps' pages) are queued; each page's links in scope
     are queued as it ends, each URL at most once, until max_depth, max_pages or max_duration. A
     tenant's pages are its jobs, each within its ceilings and quotas; a recipe is the tenant's own."""
-    settings: Settings = request.app.state.settings
-    check_crawl(spec, settings, tenant_ceiling(who, settings))
-    if spec.webhook_url is not None:
-        check_webhook_url(str(spec.webhook_url), settings)
-    await check_crawl_recipe(spec, recipe_store(request, store, who.tenant))
-    return await submit_crawl(store, spec, settings, tenant=who.tenant)
+    return await start_it(store, spec, request.app.state.settings, who, recipe_store(request, store, who.tenant))
 
 
 @router.get("/crawls", response_model=list[CrawlRecord])

@@ -14,7 +14,6 @@ from fastapi import APIRouter, Depends, Request
 
 from daemon.api.deps import ERRORS, Caller, Owner, Store, TenantQuery, caller, owners
 from daemon.api.errors import ApiError
-from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.errors import SpecError
 from workers.jobs.model.spec import STORED_NAME, JobSpec
 from workers.jobs.recipes.checks import check_recipe_job
@@ -40,17 +39,6 @@ async def check_recipes(specs: list[JobSpec], recipes: RecipeStore, *, batch: bo
             await check_recipe_job(spec, recipes)
         except SpecError as error:
             raise error.within(f"jobs[{index}]") if batch else error from None
-
-
-async def check_crawl_recipe(spec: CrawlSpec, recipes: RecipeStore, where: str | None = None) -> None:
-    """Refuse a crawl whose pages would replay a recipe the caller's tenant does not have, a broken
-    one, or with other parameters than its own (422 naming the crawl's field, inside ``where``)."""
-    if spec.recipe is None:
-        return
-    try:
-        await check_recipe_job(spec.page_spec(spec.seeds()[0], "0" * 32), recipes)
-    except SpecError as error:
-        raise error.within(where) if where else error from None
 
 
 def _not_found(name: str) -> ApiError:

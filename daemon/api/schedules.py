@@ -12,7 +12,8 @@ from daemon.api.credentials import check_credentials, credential_store
 from daemon.api.profiles import check_profiles, profile_store
 from daemon.api.deps import ERRORS, Caller, Store, caller
 from daemon.api.errors import ApiError, ErrorBody
-from daemon.api.recipes import check_crawl_recipe, check_recipes, recipe_store
+from daemon.api.recipes import check_recipes, recipe_store
+from workers.jobs.recipes.checks import check_crawl_recipe
 from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.batches.models import BatchRecord
 from workers.jobs.schedules.change_store import MAX_RUNS_KEPT, ChangeFeed

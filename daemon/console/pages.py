@@ -50,12 +50,15 @@ from workers.jobs.artifacts.names import (
 from workers.jobs.artifacts.store import ArtifactStore, JobArtifacts
 from workers.jobs.batches.models import BatchRecord
 from workers.jobs.batches.store import BatchStore
-from workers.jobs.crawls.models import CrawlRecord
+from workers.jobs.crawls.models import CrawlRecord, CrawlSpec
 from workers.jobs.crawls.store import CrawlStore
 from workers.jobs.ids import is_id
+from workers.jobs.errors import CrawlNotCancelled, SpecError
 from workers.jobs.lifecycle.cancelling import cancel_batch, cancel_job
+from workers.jobs.lifecycle.crawling import cancel_crawl, resume_crawl, start_crawl
 from workers.jobs.lifecycle.steering import SteerRefused
 from workers.jobs.lifecycle.submission import submit_job
+from workers.jobs.specs.checks import problems_of
 from workers.jobs.model.record import JobRecord
 from workers.jobs.model.spec import MAX_INPUT_FILE_BYTES, STORED_NAME, FollowUpRequest, InputRequest
 from workers.jobs.secrets.sealing import NO_KEY
@@ -385,8 +388,7 @@ async def submit(request: Request, session: Actor) -> Response:
     try:
         job_id = (await submit_job(store_of(request), spec, settings, tenant=session.who.tenant)).job_id
     except QuotaExceeded as exc:
-        return render(request, "error.html", {"title": "Over quota", "message": str(exc)}, csrf=session.csrf,
-                      status=429)
+        return over_quota(request, exc, session.csrf)
     return RedirectResponse(f"{COOKIE_PATH}/jobs/{job_id}", status_code=303)
 
 
@@ -461,6 +463,53 @@ async def crawls_page(request: Request, session: Viewer) -> Response:
     return render(request, "crawls.html", {"crawls": crawls, "admin": session.who.admin}, csrf=session.csrf)
 
 
+def over_quota(request: Request, exc: QuotaExceeded, csrf: str) -> Response:
+    """The 429 page of a submission past one of the tenant's quotas (its message names the quota)."""
+    return render(request, "error.html", {"title": "Over quota", "message": str(exc)}, csrf=csrf, status=429)
+
+
+CRAWL_FORM_FIELDS = ("start_urls", "max_depth", "max_pages", "task", "spec")  # the start form's inputs
+
+
+def crawl_from_form(fields: dict[str, str]) -> CrawlSpec:
+    """The start form's crawl: its start URLs (one a line), depth, pages and task over the rest of the
+    spec written as JSON (``spec``, as ``POST /v1/crawls`` takes it); ``BadInput`` names the field."""
+    raw = fields.get("spec", "").strip()
+    try:
+        spec = json.loads(raw) if raw else {}
+    except ValueError as exc:
+        raise BadInput(f"spec: not JSON ({exc})") from None
+    if not isinstance(spec, dict):
+        raise BadInput("spec: a JSON object of the crawl's fields, e.g. {\"allowed_networks\": [\"10.0.0.0/8\"]}")
+    urls = [u.strip() for u in fields.get("start_urls", "").splitlines() if u.strip()]
+    given: dict[str, object] = {"start_urls": urls or None, "task": fields.get("task", "").strip() or None}
+    for name in ("max_depth", "max_pages"):
+        value = fields.get(name, "").strip()
+        if value:
+            if not value.isdigit():
+                raise BadInput(f"{name}: a whole number, not {value[:40]!r}")
+            given[name] = int(value)
+    try:
+        return CrawlSpec.model_validate({**spec, **{k: v for k, v in given.items() if v is not None}})
+    except ValidationError as exc:
+        raise BadInput(str(problems_of(exc))) from None
+
+
+@router.post("/crawls", response_class=HTMLResponse)
+async def crawl_start(request: Request, session: Actor) -> Response:
+    """Start a crawl, as ``POST /v1/crawls`` does (the session's tenant's, within its ceilings and quotas)."""
+    fields = await form_fields(request)
+    spec = crawl_from_form({k: (fields.get(k) or [""])[-1] for k in CRAWL_FORM_FIELDS})
+    store, settings = store_of(request), settings_of(request)
+    try:
+        record = await start_crawl(store, spec, settings, session.who, recipes_of(request, session.who.tenant))
+    except SpecError as exc:
+        raise BadInput(str(exc)) from None
+    except QuotaExceeded as exc:
+        return over_quota(request, exc, session.csrf)
+    return RedirectResponse(f"{COOKIE_PATH}/crawls/{record.id}", status_code=303)
+
+
 @router.get("/crawls/open")
 async def crawl_open(session: Viewer, id: str = "") -> Response:  # noqa: A002
     return RedirectResponse(f"{COOKIE_PATH}/crawls/{quote(id.strip(), safe='')}", status_code=303)
@@ -503,7 +552,22 @@ async def crawl_results(request: Request, crawl_id: str, session: Viewer) -> Str
 async def crawl_cancel(request: Request, crawl_id: str, session: Actor) -> Response:
     """As ``POST /v1/crawls/{id}/cancel``: the crawl's batch is cancelled, so no page is queued any more."""
     crawl = await _crawl(request, crawl_id, session.who)
-    await cancel_batch(store_of(request), crawl.batch_id, crawl.tenant)
+    await cancel_crawl(store_of(request), crawl_id, crawl.batch_id, crawl.tenant)  # its frontier kept
+    return RedirectResponse(f"{COOKIE_PATH}/crawls/{crawl_id}", status_code=303)
+
+
+@router.post("/crawls/{crawl_id}/resume")
+async def crawl_resume(request: Request, crawl_id: str, session: Actor) -> Response:
+    """As ``POST /v1/crawls/{id}/resume``: a cancelled crawl goes on from its frontier."""
+    await _crawl(request, crawl_id, session.who)
+    try:
+        await resume_crawl(store_of(request), crawl_id, settings_of(request))
+    except CrawlNotCancelled as exc:
+        raise NotNow(str(exc)) from None
+    except SpecError as exc:
+        raise BadInput(str(exc)) from None
+    except QuotaExceeded as exc:
+        return over_quota(request, exc, session.csrf)
     return RedirectResponse(f"{COOKIE_PATH}/crawls/{crawl_id}", status_code=303)
 
 

@@ -196,3 +196,47 @@ def test_a_crawls_traps_are_shown_escaped(stack: tuple[TestClient, str]) -> None
         text = api.get(path).text
         assert "Crawler traps" in text and 'data-skipped="trap">2<' in text, path
         assert "<script>alert" not in text and "&lt;script&gt;alert(" in text and "/{n}</td>" in text, path
+
+
+def test_a_crawl_is_started_from_the_console_and_resumed_after_its_cancel(stack: tuple[TestClient, str]) -> None:
+    """The Crawls page's start form makes the crawl POST /v1/crawls would (the session's tenant's,
+    checked the same way); a cancelled crawl keeps its frontier and its page resumes it."""
+    api, _ = stack
+    a, b = tenant(api, "acme"), tenant(api, "beta")
+    csrf = sign_in(api, key_of(a))
+    assert 'id="start-crawl"' in api.get("/ui/crawls").text
+    form = {"csrf": csrf, "start_urls": "https://shop.example/\nhttps://shop.example/sale", "max_depth": "2",
+            "max_pages": "40", "spec": '{"allowed_domains": ["shop.example"], "include": ["/"]}'}
+    assert api.post("/ui/crawls", data={k: v for k, v in form.items() if k != "csrf"}).status_code in (403, 422)
+    made = api.post("/ui/crawls", data=form)
+    assert made.status_code == 303 and made.headers["location"].startswith("/ui/crawls/"), made.text
+    cid = made.headers["location"].rsplit("/", 1)[1]
+    record = api.get(f"/v1/crawls/{cid}", headers=a).json()
+    assert record["tenant"] == "acme" and record["queued"] == 2, record
+    assert (record["spec"]["max_depth"], record["spec"]["max_pages"], record["spec"]["include"]) == (2, 40, ["/"])
+    assert api.get(f"/v1/crawls/{cid}", headers=b).status_code == 404  # another tenant's: unknown
+    # bad input: a clear 422 page naming the field, nothing started
+    for bad, named in (({"max_depth": "two"}, "max_depth"), ({"spec": "{"}, "spec: not JSON"),
+                       ({"spec": "[1]"}, "spec:"), ({"start_urls": "ftp://x.example/"}, "start_urls"),
+                       ({"max_pages": "0"}, "max_pages"), ({"spec": '{"recipe": "not-acmes"}'}, "recipe"),
+                       ({"spec": '{"allowed_networks": ["0.0.0.0/0"]}'}, "allowed_networks"),
+                       ({"start_urls": HOSTILE}, "start_urls")):
+        page = api.post("/ui/crawls", data={**form, **bad})
+        assert page.status_code == 422 and named in page.text, (bad, page.status_code, page.text[-400:])
+        assert "<script>alert" not in page.text  # what the form was given is escaped
+    assert len(api.get("/v1/crawls", headers=a).json()) == 1
+    # cancel keeps the frontier (no worker: both pages were queued), the page resumes it
+    assert api.post(f"/ui/crawls/{cid}/cancel", data={"csrf": csrf}).status_code == 303
+    stopped = api.get(f"/v1/crawls/{cid}", headers=a).json()
+    assert stopped["frontier"] == 2 and stopped["state"] == "completed", stopped
+    page = api.get(f"/ui/crawls/{cid}").text
+    assert 'id="resume-crawl"' in page and 'id="cancel-crawl"' not in page
+    sign_in(api, key_of(b))
+    assert api.post(f"/ui/crawls/{cid}/resume", data={"csrf": csrf}).status_code in (403, 404)
+    csrf = sign_in(api, key_of(a))
+    resumed = api.post(f"/ui/crawls/{cid}/resume", data={"csrf": csrf})
+    assert resumed.status_code == 303 and resumed.headers["location"] == f"/ui/crawls/{cid}"
+    again = api.get(f"/v1/crawls/{cid}", headers=a).json()
+    assert again["state"] == "running" and again["frontier"] == 0 and again["resumed"] == 2, again
+    twice = api.post(f"/ui/crawls/{cid}/resume", data={"csrf": csrf})
+    assert twice.status_code == 409 and "not cancelled" in twice.text

@@ -28,6 +28,8 @@ from workers.jobs.lifecycle.cancelling import cancel_batch, settle_cancelled
 from workers.jobs.lifecycle.finishing import Finisher
 from workers.jobs.lifecycle.submission import publish_jobs
 from workers.jobs.model.spec import JobSpec
+from workers.jobs.recipes.checks import check_crawl_recipe
+from workers.jobs.recipes.store import RecipeStore
 from workers.jobs.specs.checks import check_spec, check_webhook_url, max_steps_of, problems_of
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.tenants.ceilings import Ceiling, tenant_ceiling
@@ -206,6 +208,18 @@ async def submit_crawl(store: JobStore, spec: CrawlSpec, settings: Settings,
     record = await crawls.get(crawl_id)
     assert record is not None
     return record
+
+
+async def start_crawl(store: JobStore, spec: CrawlSpec, settings: Settings, who: Principal,
+                      recipes: RecipeStore) -> CrawlRecord:
+    """A crawl as ``POST /v1/crawls`` and the console's form start one: checked within ``who``'s
+    ceiling (its patterns, a page's job, its webhooks), its recipe among ``recipes`` (``who``'s own),
+    then recorded and its seeds queued (``submit_crawl``)."""
+    check_crawl(spec, settings, tenant_ceiling(who, settings))
+    if spec.webhook_url is not None:
+        check_webhook_url(str(spec.webhook_url), settings)
+    await check_crawl_recipe(spec, recipes)
+    return await submit_crawl(store, spec, settings, tenant=who.tenant)
 
 
 async def cancel_crawl(store: JobStore, crawl_id: str, batch_id: str, tenant: str | None = None) -> None:

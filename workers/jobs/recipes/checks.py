@@ -10,6 +10,7 @@ from workers.jobs.model.spec import JobSpec
 from workers.jobs.recipes.models import Recipe
 
 if TYPE_CHECKING:  # the caller hands in its store; checking a spec needs no Redis of its own
+    from workers.jobs.crawls.models import CrawlSpec
     from workers.jobs.recipes.store import RecipeStore
 
 
@@ -49,3 +50,14 @@ async def check_recipe_job(spec: JobSpec, recipes: RecipeStore) -> None:
     if info.recipe.uses_llm and not spec.llm_extraction:
         raise SpecError.at("llm_extraction", f"recipe {spec.recipe!r} extracts with the model (extract_content); "
                            "set llm_extraction to true to allow it, or save a recipe that uses extract_fields")
+
+
+async def check_crawl_recipe(spec: CrawlSpec, recipes: RecipeStore, where: str | None = None) -> None:
+    """Refuse a crawl whose pages would replay a recipe the caller's tenant does not have, a broken
+    one, or with other parameters than its own (422 naming the crawl's field, inside ``where``)."""
+    if spec.recipe is None:
+        return
+    try:
+        await check_recipe_job(spec.page_spec(spec.seeds()[0], "0" * 32), recipes)
+    except SpecError as error:
+        raise error.within(where) if where else error from None
