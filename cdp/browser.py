@@ -102,6 +102,11 @@ class Browser:
         return self.process.pid if self.process else None
 
     @property
+    def process_exited(self) -> bool:
+        """The launched Chrome's process has ended, though its pipe may not have told us yet."""
+        return self.process is not None and self.process.exited
+
+    @property
     def chrome_user(self) -> ChromeUser | None:
         """The user a launched Chrome runs as when it is not the worker's (files Chrome writes must be its)."""
         confinement = self.process.confinement if self.process else None

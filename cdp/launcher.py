@@ -146,6 +146,12 @@ class ChromeProcess:
     def alive(self) -> bool:
         return self.proc.returncode is None
 
+    @property
+    def exited(self) -> bool:
+        """Chrome's own process has ended, read from /proc now: ``alive`` waits for the reaper, and a
+        crash's other signals (its network service exiting, its pipe closing) can come before that."""
+        return self.proc.returncode is not None or not _running(self.proc.pid)
+
     def stderr_tail(self, lines: int = 15) -> str:
         return _tail(self.stderr_path, lines)
 

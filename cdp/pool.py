@@ -542,8 +542,11 @@ class BrowserPool:
         watch = slot.network_watch
         pid = watch.pid if watch else 0
         slot.network_lost = True
-        if slot.retiring or self._closed or slot.browser is None or not slot.browser.alive:
-            return  # a browser that died whole is the crash path's (``_on_gone``)
+        if (slot.retiring or self._closed or slot.browser is None or not slot.browser.alive
+                or slot.browser.process_exited):
+            # A browser that died whole is the crash path's (``_on_gone``), which its pipe's end brings:
+            # when Chrome is killed its network service exits too, often before that pipe is read.
+            return
         if slot.state == "standby":
             log.warning("standby browser %s: its network service (pid %s) died; dropped", slot.index, pid)
             self._drop_standby(slot)

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -73,6 +74,26 @@ async def test_a_job_running_when_the_network_service_dies_is_stopped(site):
     assert result.status == "failed" and result.category == "browser_crash"
     assert "network service" in (result.error or "")
     assert pool.stats().recycles == {"network_service": 1}
+
+
+async def test_a_killed_browser_is_a_crash_though_its_network_service_exit_is_seen_first():
+    """Chrome killed whole: its network service exits a moment later, and the watch's pidfd is read
+    in the same loop turn as the pipe's end, before the connection knows. The pool must count one
+    crash, not recycle a dead browser as a network-service restart (CI saw that order once)."""
+    async with isolation_pool(network_namespace=False) as pool:
+        async with pool.lease():
+            pass
+        root, service = pool.browser_pids()[0], network_service_pids(pool)[0]
+        os.kill(root, signal.SIGKILL)
+        while os.path.exists(f"/proc/{service}"):  # the loop stays blocked: both events wait for it
+            time.sleep(0.01)
+        deadline = time.monotonic() + 30
+        while pool.stats().crashes == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert pool.stats().crashes == 1
+        assert pool.stats().recycles == {}
+        async with pool.lease() as lease:  # its successor serves
+            assert lease.browser.alive
 
 
 async def test_renderers_are_sandboxed_as_their_own_user_without_the_workers_secrets(site, monkeypatch):
