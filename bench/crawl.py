@@ -56,7 +56,7 @@ from typing import Any
 from bench.peers import CHROMIUM, peer_python
 from tests.batches.helpers import results
 from tests.queue.stack import Stack, stack, wait_until
-from tests.support.crawl_site import READ_SCHEMA, READ_TASK, CrawlSite, read_page
+from tests.support.crawl_site import READ_SCHEMA, READ_TASK, CrawlSite, Manners, Shape, read_page
 from tests.support.llm_server import LLMServer
 
 PEER = "crawl4ai"
@@ -144,7 +144,8 @@ def scheduled_task_runs(s: Stack, llm: LLMServer, site: CrawlSite, max_depth: in
 
 def run(sections: int, items: int, orphans: int, max_depth: int, concurrency: int, limit: int,
         hold: float, peer: bool) -> dict[str, Any]:
-    with LLMServer() as llm, CrawlSite(sections=sections, items=items, orphans=orphans, hold=hold) as site:
+    shape = Shape(sections=sections, items=items, orphans=orphans)
+    with LLMServer() as llm, CrawlSite(shape, Manners(hold=hold)) as site:
         llm.responder = read_page
         with stack(llm_base_url=llm.base_url, openai_api_key="sk-bench") as s:
             s.start_worker(concurrency=concurrency)

@@ -20,7 +20,7 @@ import pytest
 
 from tests.batches.helpers import results, wait_completed
 from tests.queue.stack import Stack, stack, wait_until
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Manners, Shape
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +69,8 @@ def check_once_each(s: Stack, site: CrawlSite, crawl_id: str) -> list[dict[str, 
 
 
 def test_a_worker_killed_mid_crawl_loses_no_url_and_queues_none_twice(deploy: Stack) -> None:
-    with CrawlSite(sections=3, items=5, orphans=4, hold=1.5) as site:  # a page's visit outlasts the kill
+    # a page's visit outlasts the kill
+    with CrawlSite(Shape(sections=3, items=5, orphans=4), Manners(hold=1.5)) as site:
         record = start(deploy, site)
         now = under_way(deploy, record["id"], visited=4)
         running = [line for line in results(deploy, record["id"], "crawls") if line["status"] == "running"]
@@ -86,7 +87,7 @@ def test_a_worker_killed_mid_crawl_loses_no_url_and_queues_none_twice(deploy: St
 
 
 def test_a_redis_restart_mid_crawl_loses_no_url_and_queues_none_twice(deploy: Stack) -> None:
-    with CrawlSite(sections=3, items=5, orphans=4, hold=0.4) as site:
+    with CrawlSite(Shape(sections=3, items=5, orphans=4), Manners(hold=0.4)) as site:
         record = start(deploy, site)
         under_way(deploy, record["id"], visited=4)
         deploy.redis_server.restart(downtime=5)  # pages end, and find links, while Redis is away

@@ -20,7 +20,7 @@ import pytest
 from tests.batches.helpers import results as batch_results
 from tests.batches.helpers import wait_completed
 from tests.queue.stack import Stack, stack
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Manners, Shape
 from tests.support.llm_server import LLMServer, follow_links, follow_scores
 from workers.jobs.crawls.urls import normalise
 
@@ -75,7 +75,7 @@ def home_job(s: Stack, site: CrawlSite, crawl_id: str) -> dict[str, Any]:
 
 def test_the_model_chooses_which_links_to_follow_best_first(crawler: Stack, llm: LLMServer) -> None:
     llm.responder = follow_scores(sections_first)
-    with CrawlSite(sections=8, items=2, orphans=0) as site:
+    with CrawlSite(Shape(sections=8, items=2, orphans=0)) as site:
         before = len(llm.requests_for("FollowScores"))
         final = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 1, "robots_sitemaps": False,
                                 "follow": SECTIONS, "follow_min_score": 5})
@@ -91,7 +91,7 @@ def test_the_model_chooses_which_links_to_follow_best_first(crawler: Stack, llm:
         assert job["totals"]["llm_calls"] == 1 and job["totals"]["input_tokens"] == 100  # the follow call, counted
         assert job["totals"]["output_tokens"] == 20 and job["cost_usd"] > 0
 
-    with CrawlSite(sections=8, items=2, orphans=0) as site:  # a budget of 3 pages goes to the best links
+    with CrawlSite(Shape(sections=8, items=2, orphans=0)) as site:  # a budget of 3 pages goes to the best links
         final = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 1, "max_pages": 3,
                                 "robots_sitemaps": False, "follow": SECTIONS})
         assert paths(site) == {"/", "/section/5", "/section/2"}
@@ -101,7 +101,7 @@ def test_the_model_chooses_which_links_to_follow_best_first(crawler: Stack, llm:
 @pytest.mark.parametrize("lie", ["json", "twice", "range", "score", "down", "hang"])
 def test_a_failing_or_lying_model_falls_back_to_the_scope_rules(crawler: Stack, llm: LLMServer, lie: str) -> None:
     llm.responder = follow_scores(sections_first, lie=lie)
-    with CrawlSite(sections=3, items=2, orphans=0) as site:
+    with CrawlSite(Shape(sections=3, items=2, orphans=0)) as site:
         final = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 1, "robots_sitemaps": False,
                                 "follow": SECTIONS})
         # every link in scope followed, as without follow: the page did not fail, the crawl went on
@@ -116,7 +116,7 @@ def test_a_failing_or_lying_model_falls_back_to_the_scope_rules(crawler: Stack, 
 def test_a_hostile_pages_injection_gets_nothing_followed_beyond_what_the_model_judges(
         crawler: Stack, llm: LLMServer) -> None:
     llm.responder = follow_scores(sections_first)
-    with CrawlSite(sections=2, items=2, orphans=0, injection=INJECTION) as site:
+    with CrawlSite(Shape(sections=2, items=2, orphans=0), Manners(injection=INJECTION)) as site:
         before = len(llm.requests_for("FollowScores"))
         final = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 1, "robots_sitemaps": False,
                                 "follow": SECTIONS})
@@ -156,7 +156,7 @@ def test_a_tenants_follow_call_is_its_own_and_counts_on_its_day(crawler: Stack, 
     assert status == 201, made
     status, other = crawler.call("POST", "/v1/tenants", {"name": "follow-other"})
     assert status == 201, other
-    with CrawlSite(sections=2, items=2, orphans=0) as site:
+    with CrawlSite(Shape(sections=2, items=2, orphans=0)) as site:
         final = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 1, "robots_sitemaps": False,
                                 "allowed_networks": ["127.0.0.1/32"], "follow": SECTIONS}, key=made["key"])
         assert final["tenant"] == "follow-acme" and final["skipped"]["follow"] == 2

@@ -29,7 +29,7 @@ from tests.batches.test_cli import browserd
 from tests.crawls.test_crawls_e2e import crawl
 from tests.queue.stack import Stack, stack, wait_until
 from tests.queue.test_politeness import worker_sample
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Manners, Shape
 from tests.support.llm_server import LLMServer
 from workers.jobs.crawls.urls import SKIP, normalise, pattern
 from workers.jobs.recipes.models import Recipe, RecipeStep
@@ -103,7 +103,7 @@ def save_recipe(s: Stack, recipe: Recipe) -> None:
 
 def test_each_page_replays_a_recipe_and_posts_its_own_webhook(crawler: Stack, receiver: Receiver,
                                                               llm: LLMServer) -> None:
-    with CrawlSite(sections=2, items=2, orphans=0) as site:
+    with CrawlSite(Shape(sections=2, items=2, orphans=0)) as site:
         # recorded elsewhere (its start URL): each page's job replays it on its own page
         save_recipe(crawler, Recipe(name="heading", task="read the page's heading", start_url=site.url("/about"),
                                     steps=[RecipeStep(action="extract_fields", params={"fields": {"title": "h1"}},
@@ -147,7 +147,7 @@ def _skip_counts(s: Stack) -> dict[str, float]:
 
 def test_the_trap_cap_bounds_the_calendar_whatever_the_depth(crawler: Stack) -> None:
     before = _skip_counts(crawler)
-    with CrawlSite(sections=1, items=2, orphans=0) as site:
+    with CrawlSite(Shape(sections=1, items=2, orphans=0)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 100, "max_pages": 1000,
                                  "max_pages_per_pattern": 6, "robots_sitemaps": False})
         final = wait_completed(crawler, record["id"], 600, kind="crawls")
@@ -168,7 +168,7 @@ def test_prometheus_counts_the_skips_the_records_count(crawler: Stack) -> None:
     """A cancelled crawl (its running pages' links held for a resume: no skip) and a budget cut:
     the counter moved by exactly the records' ``skipped``, reason by reason."""
     before = _skip_counts(crawler)
-    with CrawlSite(sections=2, items=3, orphans=0, hold=0.3) as site:
+    with CrawlSite(Shape(sections=2, items=3, orphans=0), Manners(hold=0.3)) as site:
         cut = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 3, "max_pages": 6,
                               "robots_sitemaps": False})
         long = crawl(crawler, {"start_urls": [site.url("/calendar/2026/1"), site.url("/section/1")], "max_depth": 100,
@@ -187,7 +187,7 @@ def test_prometheus_counts_the_skips_the_records_count(crawler: Stack) -> None:
 
 
 def test_the_cli_crawls_with_a_recipe_a_page_webhook_and_a_cap(crawler: Stack, receiver: Receiver) -> None:
-    with CrawlSite(sections=1, items=3, orphans=0) as site:
+    with CrawlSite(Shape(sections=1, items=3, orphans=0)) as site:
         save_recipe(crawler, Recipe(name="cli-heading", task="read the heading", params={"part": "x"},
                                     steps=[RecipeStep(action="extract_fields", params={"fields": {"title": "h1"}})]))
         done = browserd(crawler, "crawl", site.url("/section/0"), "--max-depth", "1", "--recipe", "cli-heading",

@@ -18,7 +18,7 @@ from daemon.client import AsyncClient, Client
 from tests.batches.helpers import results, wait_completed
 from tests.batches.test_cli import browserd
 from tests.queue.stack import TOKEN, Stack, stack, wait_until
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Manners, Shape
 from tests.support.webhook_sink import Sink, sink  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +34,7 @@ def deploy() -> Iterator[Stack]:
 
 
 def test_a_crawl_cancelled_mid_way_and_resumed_visits_every_page_once(deploy: Stack, sink: Sink) -> None:
-    with CrawlSite(sections=3, items=5, orphans=4, hold=0.6, hostile=True) as site:
+    with CrawlSite(Shape(sections=3, items=5, orphans=4), Manners(hold=0.6, hostile=True)) as site:
         status, record = deploy.call("POST", "/v1/crawls", {"start_urls": [site.url("/")], "max_depth": MAX_DEPTH,
                                                             "max_pages": 1000, "webhook_url": sink.url})
         assert status == 201, record
@@ -88,7 +88,7 @@ def test_a_crawl_cancelled_mid_way_and_resumed_visits_every_page_once(deploy: St
 
 
 def test_the_cli_and_the_clients_resume_a_crawl(deploy: Stack) -> None:
-    with CrawlSite(sections=1, items=2, orphans=0, hold=0.3) as site:
+    with CrawlSite(Shape(sections=1, items=2, orphans=0), Manners(hold=0.3)) as site:
         spec = {"start_urls": [site.url("/calendar/2026/1")], "max_depth": 100, "max_pages": 12,
                 "robots_sitemaps": False}
         with Client(deploy.url, TOKEN) as api:

@@ -13,13 +13,13 @@ import pytest
 
 from tests.batches.helpers import results, wait_completed
 from tests.queue.stack import stack
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Shape
 
 pytestmark = pytest.mark.e2e
 
 
 def test_a_redelivered_refused_page_job_whose_page_was_queued_again_does_not_visit_the_site() -> None:
-    with stack(metrics_port=0) as s, CrawlSite(sections=1, items=1, orphans=0) as site:
+    with stack(metrics_port=0) as s, CrawlSite(Shape(sections=1, items=1, orphans=0)) as site:
         status, record = s.call("POST", "/v1/crawls", {"start_urls": [site.url("/about")], "max_depth": 0,
                                                        "robots_sitemaps": False})
         assert status == 201, record

@@ -13,7 +13,7 @@ import pytest
 from tests.batches.helpers import wait_completed
 from tests.batches.test_cli import browserd
 from tests.queue.stack import Stack, stack, wait_until
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Shape
 from tests.support.webhook_sink import Sink, sink  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +33,7 @@ def changes(s: Stack, schedule_id: str) -> list[dict[str, Any]]:
 
 
 def test_a_scheduled_crawls_change_feed_lists_exactly_the_planted_changes(crawler: Stack, sink: Sink) -> None:
-    with CrawlSite(sections=2, items=4, orphans=6) as site:
+    with CrawlSite(Shape(sections=2, items=4, orphans=6)) as site:
         spec = {"start_urls": [site.url("/")], "max_depth": 2, "max_pages": 200, "webhook_url": sink.url}
         status, made = crawler.call("POST", "/v1/schedules", {"name": "site", "every": 3600, "enabled": False,
                                                              "crawl": spec})

@@ -20,7 +20,7 @@ from tests.batches.test_cli import browserd
 from daemon.client import AsyncClient, Client
 from tests.queue.stack import TOKEN, Stack, stack, wait_until
 from tests.queue.test_politeness import worker_sample
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Manners, Shape
 from workers.jobs.crawls.models import CrawlSpec
 from workers.jobs.crawls.urls import normalise
 
@@ -89,7 +89,7 @@ def test_a_site_is_crawled_each_page_once_politely(crawler: Stack) -> None:
 
 
 def test_max_pages_bounds_a_crawl(crawler: Stack) -> None:
-    with CrawlSite(orphans=0) as site:
+    with CrawlSite(Shape(orphans=0)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/calendar/2026/1")], "max_depth": 100, "max_pages": 7,
                                  "robots_sitemaps": False})
         final = finished(crawler, record["id"])
@@ -101,7 +101,7 @@ def test_max_pages_bounds_a_crawl(crawler: Stack) -> None:
 
 
 def test_max_duration_stops_queueing_after_the_start_pages(crawler: Stack) -> None:
-    with CrawlSite(orphans=0) as site:
+    with CrawlSite(Shape(orphans=0)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/calendar/2026/1"), site.url("/about")], "max_depth": 100,
                                  "max_pages": 100, "max_duration": 0.001, "robots_sitemaps": False})
         final = finished(crawler, record["id"])
@@ -110,7 +110,7 @@ def test_max_duration_stops_queueing_after_the_start_pages(crawler: Stack) -> No
 
 
 def test_crawl_delay_spaces_the_sites_pages(crawler: Stack) -> None:
-    with CrawlSite(sections=1, items=2, orphans=0, crawl_delay=1) as site:
+    with CrawlSite(Shape(sections=1, items=2, orphans=0), Manners(crawl_delay=1)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/section/0")], "max_depth": 1, "robots_sitemaps": False})
         final = finished(crawler, record["id"])
         assert final["visited"] == 4  # the section, its two items, home
@@ -122,7 +122,7 @@ def test_crawl_delay_spaces_the_sites_pages(crawler: Stack) -> None:
 
 def test_a_fractional_crawl_delay_spaces_the_sites_pages_by_that_fraction(crawler: Stack) -> None:
     """robots.txt's ``Crawl-delay: 0.5``: half a second between two page requests at the site, measured there."""
-    with CrawlSite(sections=1, items=12, orphans=0, crawl_delay=0.5) as site:
+    with CrawlSite(Shape(sections=1, items=12, orphans=0), Manners(crawl_delay=0.5)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/section/0")], "max_depth": 1, "robots_sitemaps": False,
                                  "exclude": ["/calendar/"]})
         final = finished(crawler, record["id"])
@@ -144,7 +144,7 @@ def test_a_fractional_crawl_delay_spaces_the_sites_pages_by_that_fraction(crawle
 def test_a_trailing_slash_rule_makes_a_and_a_slash_one_page(crawler: Stack) -> None:
     """A site that answers /about and /about/ alike: kept as written (the default), they are two
     pages; under strip, or a site rule of add, each is visited once, under the rule's spelling."""
-    with CrawlSite(sections=2, items=1, orphans=0, slashes=True) as site:
+    with CrawlSite(Shape(sections=2, items=1, orphans=0, slashes=True)) as site:
         base = {"start_urls": [site.url("/")], "max_depth": 1, "robots_sitemaps": False, "exclude": ["/calendar/"]}
         kept = finished(crawler, crawl(crawler, base)["id"])
         slashed = {site.url(p) for p in ("/about/", "/about////", "/section/0/", "/item/0/0/")}
@@ -176,7 +176,7 @@ def test_sitemap_modified_since_keeps_the_sitemap_pages_changed_since_and_lines_
     """Orphan n was last modified on 2026-10-(n+1): since the 15th, orphans 14 to 19 are queued,
     0 to 13 counted skipped.lastmod; pages the sitemap gives no readable lastmod (none, or
     nonsense) are queued as ever."""
-    with CrawlSite(sections=1, items=2, orphans=20) as site:
+    with CrawlSite(Shape(sections=1, items=2, orphans=20)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 0,
                                  "sitemap_modified_since": "2026-10-15T01:00:00+02:00"})  # 10-14 23:00 UTC
         final = finished(crawler, record["id"])
@@ -229,7 +229,7 @@ def test_bad_crawls_are_refused_naming_the_field(crawler: Stack) -> None:
 
 
 def test_the_cli_crawls_with_progress_and_prints_results(crawler: Stack) -> None:
-    with CrawlSite(orphans=0) as site:
+    with CrawlSite(Shape(orphans=0)) as site:
         done = browserd(crawler, "crawl", site.url("/section/1"), "--max-depth", "1", "--max-pages", "5",
                         "--exclude", "/about", "--extract", "--spec", '{"robots_sitemaps": false}', "--wait")
         err = done.stderr.decode()
@@ -250,7 +250,7 @@ def test_the_cli_crawls_with_progress_and_prints_results(crawler: Stack) -> None
 
 
 def test_a_hostile_site_cannot_lead_the_crawl_off_its_scope_or_past_its_gate(crawler: Stack) -> None:
-    with CrawlSite(sections=1, items=1, orphans=2, hostile=True) as site:
+    with CrawlSite(Shape(sections=1, items=1, orphans=2), Manners(hostile=True)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/")], "max_depth": 1, "max_pages": 50})
         final = finished(crawler, record["id"])
         lines = results(crawler, record["id"])
@@ -264,7 +264,7 @@ def test_a_hostile_site_cannot_lead_the_crawl_off_its_scope_or_past_its_gate(cra
 
 
 def test_a_job_labelled_with_a_crawl_cannot_add_pages_to_it(crawler: Stack) -> None:
-    with CrawlSite(sections=2, items=1, orphans=0) as site:
+    with CrawlSite(Shape(sections=2, items=1, orphans=0)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/about")], "max_depth": 0, "robots_sitemaps": False})
         final = finished(crawler, record["id"])
         assert final["queued"] == 1
@@ -275,7 +275,7 @@ def test_a_job_labelled_with_a_crawl_cannot_add_pages_to_it(crawler: Stack) -> N
 
 
 def test_cancel_stops_a_crawl(crawler: Stack) -> None:
-    with CrawlSite(orphans=0) as site:
+    with CrawlSite(Shape(orphans=0)) as site:
         record = crawl(crawler, {"start_urls": [site.url("/calendar/2026/1")], "max_depth": 100, "max_pages": 500,
                                  "robots_sitemaps": False})
         wait_until(lambda: batch(crawler, record["id"], "crawls")["visited"] >= 3, 120, "three pages visited")
@@ -289,7 +289,7 @@ def test_cancel_stops_a_crawl(crawler: Stack) -> None:
 
 
 def test_the_clients_start_follow_cancel_and_read_a_crawl(crawler: Stack) -> None:
-    with CrawlSite(sections=2, items=2, orphans=0) as site:
+    with CrawlSite(Shape(sections=2, items=2, orphans=0)) as site:
         spec = CrawlSpec(start_urls=[site.url("/")], max_depth=1, robots_sitemaps=False, exclude=["/calendar/"])
         with Client(crawler.url, TOKEN) as api:
             started = api.start_crawl(spec)
@@ -316,7 +316,7 @@ def test_a_429_with_retry_after_slows_the_site_for_every_page_after_it(crawler: 
     """Runs last: the back-off it leaves on 127.0.0.1 is removed at its end."""
     retry_after = 10  # long enough that the pages found on the 429 page come within it, even on a loaded machine
     try:
-        with CrawlSite(sections=1, items=1, orphans=0, busy=retry_after) as site:
+        with CrawlSite(Shape(sections=1, items=1, orphans=0), Manners(busy=retry_after)) as site:
             record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 1, "robots_sitemaps": False,
                                      "retry_blocked": 0})  # the refusal as it stands (retries: the test below)
             final = finished(crawler, record["id"])
@@ -351,7 +351,7 @@ def test_a_page_the_site_refused_is_visited_again_once_the_site_recovers(crawler
     back-off, as the same page (queued once, one results line: the succeeded visit); a page the
     site keeps refusing is tried ``retry_blocked`` times more, then fails as refused."""
     try:
-        with CrawlSite(sections=1, items=1, orphans=0, busy=1, busy_for=1) as site:
+        with CrawlSite(Shape(sections=1, items=1, orphans=0), Manners(busy=1, busy_for=1)) as site:
             record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 1, "robots_sitemaps": False})
             final = finished(crawler, record["id"])
             lines = results(crawler, record["id"])
@@ -370,7 +370,7 @@ def test_a_page_the_site_refused_is_visited_again_once_the_site_recovers(crawler
             assert f"visited again later in the run (job {busy['job_id']})" in refused["result"]["error"]
         crawler.redis.delete("browserd:polite:127.0.0.1:backoff")
 
-        with CrawlSite(sections=1, items=1, orphans=0, busy=1) as site:  # refuses for ever
+        with CrawlSite(Shape(sections=1, items=1, orphans=0), Manners(busy=1)) as site:  # refuses for ever
             record = crawl(crawler, {"start_urls": [site.url("/busy")], "max_depth": 0, "robots_sitemaps": False,
                                      "retry_blocked": 1, "max_pages": 1})
             final = finished(crawler, record["id"])

@@ -13,7 +13,7 @@ import pytest
 
 from tests.batches.helpers import results, wait_completed
 from tests.queue.stack import Stack, stack, wait_until
-from tests.support.crawl_site import READ_SCHEMA, READ_TASK, CrawlSite, read_page
+from tests.support.crawl_site import READ_SCHEMA, READ_TASK, CrawlSite, Shape, read_page
 from tests.support.llm_server import LLMServer
 
 pytestmark = pytest.mark.e2e
@@ -42,7 +42,7 @@ def run_schedule(s: Stack, schedule_id: str, n: int) -> str:
 
 
 def test_a_second_run_asks_the_model_only_about_changed_pages(crawler: Stack, llm: LLMServer) -> None:
-    with CrawlSite(sections=2, items=4, orphans=4) as site:
+    with CrawlSite(Shape(sections=2, items=4, orphans=4)) as site:
         crawl = {"start_urls": [site.url("/")], "max_depth": 2, "max_pages": 200, "task": READ_TASK,
                  "output_schema": READ_SCHEMA}
         status, made = crawler.call("POST", "/v1/schedules", {"every": 3600, "enabled": False, "crawl": crawl})
@@ -81,7 +81,7 @@ def test_a_second_run_asks_the_model_only_about_changed_pages(crawler: Stack, ll
 
 
 def test_a_scheduled_batch_job_on_an_unchanged_page_reuses_its_read(crawler: Stack, llm: LLMServer) -> None:
-    with CrawlSite(sections=1, items=2, orphans=0) as site:
+    with CrawlSite(Shape(sections=1, items=2, orphans=0)) as site:
         job: dict[str, Any] = {"start_url": site.url("/item/0/1"), "task": READ_TASK, "output_schema": READ_SCHEMA}
         status, made = crawler.call("POST", "/v1/schedules", {"every": 3600, "enabled": False,
                                                              "batch": {"jobs": [job]}})

@@ -13,7 +13,7 @@ from mcp import Client
 
 from tests.frontends.test_mcp import error_text, http_client, structured
 from tests.queue.stack import Stack
-from tests.support.crawl_site import CrawlSite
+from tests.support.crawl_site import CrawlSite, Manners, Shape
 from tests.support.llm_server import LLMServer
 
 pytestmark = pytest.mark.e2e
@@ -30,7 +30,7 @@ async def finished(client: Client, crawl_id: str, timeout: float = 300) -> dict[
 
 async def test_a_crawl_is_started_followed_read_and_cancelled(frontend_stack: tuple[Stack, LLMServer]) -> None:
     s, _ = frontend_stack
-    with CrawlSite(sections=2, items=2, orphans=2) as site:
+    with CrawlSite(Shape(sections=2, items=2, orphans=2)) as site:
         async with http_client(s) as client:
             started = structured(await client.call_tool("start_crawl", {
                 "start_urls": [site.url("/")], "max_depth": 2, "max_pages": 50, "labels": {"via": "mcp-crawl"}}))
@@ -100,7 +100,7 @@ async def test_bad_crawl_input_is_refused_naming_the_field(frontend_stack: tuple
 
 async def test_a_hostile_sites_private_links_are_not_visited(frontend_stack: tuple[Stack, LLMServer]) -> None:
     s, _ = frontend_stack
-    with CrawlSite(sections=1, items=1, orphans=1, hostile=True) as site:
+    with CrawlSite(Shape(sections=1, items=1, orphans=1), Manners(hostile=True)) as site:
         async with http_client(s) as client:
             started = structured(await client.call_tool("start_crawl", {"start_urls": [site.url("/")],
                                                                          "max_depth": 1, "max_pages": 50}))
@@ -115,7 +115,7 @@ async def test_a_hostile_sites_private_links_are_not_visited(frontend_stack: tup
 
 async def test_a_tenant_sees_no_crawl_of_the_operators(frontend_stack: tuple[Stack, LLMServer]) -> None:
     s, _ = frontend_stack
-    with CrawlSite(sections=1, items=1, orphans=0) as site:
+    with CrawlSite(Shape(sections=1, items=1, orphans=0)) as site:
         status, operator = s.call("POST", "/v1/crawls", {"start_urls": [site.url("/")], "max_depth": 0})
         assert status == 201, operator
         status, made = s.call("POST", "/v1/tenants", {"name": "mcp-crawl-tenant"})

@@ -1,6 +1,6 @@
 """A generated site on 127.0.0.1 for crawls, which records every request it answers.
 
-Its shape (``CrawlSite``): a home page linking ``sections`` sections of ``items`` items each;
+Its shape (``CrawlSite(Shape(...), Manners(...))``): a home page linking ``sections`` sections of ``items`` items each;
 every third item has a print view declaring the item as its ``rel=canonical``; links repeated with
 tracking parameters (``utm_*``, ``fbclid``, ``gclid``), fragments, a shuffled query and the host in
 capitals; an endless calendar (``/calendar/{year}/{month}`` links the months before and after: a
@@ -46,6 +46,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -56,23 +57,43 @@ from workers.jobs.crawls.urls import normalise
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What the site holds: ``sections`` of ``items``, ``orphans`` only the sitemaps list, ``slashes``."""
+
+    sections: int = 8
+    items: int = 15
+    orphans: int = 20
+    slashes: bool = False
+
+
+@dataclass(frozen=True)
+class Manners:
+    """How the site answers: ``crawl_delay``, ``hold``, ``busy``/``busy_for``, ``hostile``, ``injection``."""
+
+    crawl_delay: float = 0
+    hold: float = 0.0
+    busy: int = 0
+    busy_for: int = 0
+    hostile: bool = False
+    injection: str | None = None
+
+
 class CrawlSite:
-    def __init__(self, *, sections: int = 8, items: int = 15, orphans: int = 20, crawl_delay: float = 0,
-                 hostile: bool = False, busy: int = 0, hold: float = 0.0, slashes: bool = False,
-                 busy_for: int = 0, injection: str | None = None) -> None:
-        self.sections, self.items, self.orphans, self.crawl_delay = sections, items, orphans, crawl_delay
-        self.busy = busy
-        self.busy_for = busy_for  # 429s /busy answers before it recovers (0: for ever)
+    def __init__(self, shape: Shape | None = None, manners: Manners | None = None) -> None:
+        shape, manners = shape or Shape(), manners or Manners()
+        self.sections, self.items, self.orphans = shape.sections, shape.items, shape.orphans
+        self.slashes = shape.slashes
+        self.crawl_delay, self.hostile, self.injection = manners.crawl_delay, manners.hostile, manners.injection
+        self.busy = manners.busy
+        self.busy_for = manners.busy_for  # 429s /busy answers before it recovers (0: for ever)
         self.busy_served = 0
-        self.hold = hold  # seconds each page's answer takes (so visits at once overlap and show)
+        self.hold = manners.hold  # seconds each page's answer takes (so visits at once overlap and show)
         self.in_flight = 0
         self.most_in_flight = 0  # the most page requests the site answered at once
         self.revised: set[tuple[int, int]] = set()  # items whose text changed
         self.gone: set[int] = set()  # orphans removed
         self.added = 0  # orphans added after the first ``orphans``
-        self.hostile = hostile
-        self.slashes = slashes
-        self.injection = injection
         self.visits: Counter[str] = Counter()
         self.starts: list[float] = []  # when each page request arrived (time.monotonic())
         self.fetched: Counter[str] = Counter()  # robots.txt and sitemaps
