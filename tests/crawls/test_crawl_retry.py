@@ -75,3 +75,29 @@ async def test_no_retry_in_a_cancelled_crawl_for_a_stranger_or_when_retries_are_
     assert (await retry_page(crawls, crawl_id, first, "http://shop.example/busy", SETTINGS)).job_id is None
     held = await crawls.spec(crawl_id)
     assert await store.redis.hget(store.keys.batch(held.batch_id), "total") == "1"
+
+
+async def test_a_refused_job_is_taken_off_the_failed_pages_only_once_it_is_recorded_failed(store: JobStore) -> None:  # noqa: F811
+    """Between the retry and the refused job's end, another page's failure must show: the crawl's
+    ``failed`` was the batch's failed jobs less every retry, one too few meanwhile."""
+    crawls = CrawlStore(store)
+    spec = CrawlSpec(start_urls=["http://shop.example/busy"], retry_blocked=2)
+    made = await crawls.create(spec)
+    held = await crawls.spec(made.crawl_id)
+    assert held is not None
+    admitted = await crawls.admit(held, made.crawl_id, [FoundURL("http://shop.example/busy", 0),
+                                                        FoundURL("http://shop.example/broken", 0)],
+                                  page_job(spec, made.crawl_id, SETTINGS))
+    refused, other = admitted.job_ids
+    assert (await retry(crawls, made.crawl_id, refused))[1] == "queued"
+
+    async def record_failed(job_id: str) -> None:  # what the finish script writes for a failed job of the batch
+        await store.redis.hset(store.keys.job(job_id), "state", "failed")
+        await store.redis.hincrby(store.keys.batch(held.batch_id), "failed", 1)
+
+    await record_failed(other)  # the other page failed; the refused job has not ended yet
+    record = await crawls.get(made.crawl_id)
+    assert record is not None and (record.failed, record.retried, record.visited) == (1, 1, 1)
+    await record_failed(refused)  # the refused job ends failed: not a failed page, its retry visits it
+    record = await crawls.get(made.crawl_id)
+    assert record is not None and (record.failed, record.retried, record.visited) == (1, 1, 1)

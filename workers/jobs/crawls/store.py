@@ -22,6 +22,7 @@ from workers.jobs.batches.store import BatchStore
 from workers.jobs.crawls.models import MAX_TRAPS_SHOWN, CrawlLine, CrawlRecord, CrawlSkips, CrawlSpec, CrawlTrap
 from workers.jobs.crawls.urls import SKIP, pattern
 from workers.jobs.ids import is_id, new_id
+from workers.jobs.model.status import JobStatus
 from workers.jobs.store.jobs import JobStore
 from workers.jobs.store.scripts import source
 
@@ -167,7 +168,8 @@ class CrawlStore:
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.delete(self.keys.crawl(crawl_id), self.keys.crawl_seen(crawl_id), self.keys.crawl_pages(crawl_id),
                         self.keys.crawl_frontier(crawl_id), self.keys.crawl_patterns(crawl_id),
-                        self.keys.crawl_traps(crawl_id), self.keys.batch(batch_id), self.keys.batch_jobs(batch_id))
+                        self.keys.crawl_traps(crawl_id), self.keys.crawl_refused(crawl_id), self.keys.batch(batch_id),
+                        self.keys.batch_jobs(batch_id))
             pipe.zrem(self.keys.crawls, crawl_id)
             pipe.zrem(self.keys.batches, batch_id)
             if schedule_id:
@@ -268,7 +270,7 @@ class CrawlStore:
         args = self.jobs.create_args(page.spec, max_steps=page.max_steps, batch=held.batch_id, tenant=held.tenant,
                                      admission=admission)
         keys = [self.keys.crawl(crawl_id), self.keys.crawl_pages(crawl_id), self.keys.batch(held.batch_id),
-                self.keys.batch_jobs(held.batch_id)]
+                self.keys.batch_jobs(held.batch_id), self.keys.crawl_refused(crawl_id)]
         reply = await self._retry(keys=keys, args=[job_id, held.spec.retry_blocked, json.dumps(args)])
         return Retried(reply[1] if len(reply) > 1 else None, RetryOutcome(reply[0]), page.spec)
 
@@ -332,8 +334,8 @@ class CrawlStore:
                          reverse=True)[:MAX_TRAPS_SHOWN]
         retried = int(raw.get("retried") or 0)
         # each refused visit queued again is one failed job of the batch but not a failed page (its
-        # retry's line says how the page ended); a refused job not yet recorded is not counted yet
-        failed = max(0, counts.failed - retried)
+        # retry's line says how the page ended): only those already recorded failed are taken off
+        failed = max(0, counts.failed - await self._refused_failed(crawl_id))
         return CrawlRecord(
             id=crawl_id, batch_id=raw["batch"], tenant=raw.get("tenant") or None, state=batch.state,
             discovered=await self.redis.scard(self.keys.crawl_seen(crawl_id)),
@@ -346,6 +348,17 @@ class CrawlStore:
             spec=CrawlSpec.model_validate_json(raw["spec"]),
             created_at=datetime.fromtimestamp(float(raw["created_at"]), UTC), finished_at=batch.finished_at,
         )
+
+    async def _refused_failed(self, crawl_id: str) -> int:
+        """How many of the crawl's refused jobs (queued again) the batch already counts as failed."""
+        refused = list(await self.redis.smembers(self.keys.crawl_refused(crawl_id)))
+        if not refused:
+            return 0
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for job_id in refused:
+                pipe.hget(self.keys.job(job_id), "state")
+            states = await pipe.execute()
+        return sum(1 for state in states if state == JobStatus.failed.value)
 
     async def recent(self, limit: int = 50, before: float | None = None,
                      tenant: str | None = None) -> list[CrawlRecord]:

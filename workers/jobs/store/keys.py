@@ -250,6 +250,10 @@ class Keys:
     def crawl_traps(self, crawl_id: str) -> str:
         return f"{self.prefix}crawl:{crawl_id}:traps"
 
+    def crawl_refused(self, crawl_id: str) -> str:
+        """The jobs whose visit the site refused and another job of the crawl makes again."""
+        return f"{self.prefix}crawl:{crawl_id}:refused"
+
     @property
     def crawls(self) -> str:
         return f"{self.prefix}crawls"

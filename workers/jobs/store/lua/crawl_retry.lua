@@ -4,10 +4,11 @@
 -- batch cannot complete meanwhile), the crawl's ``queued`` and budget do not (it is not a new page),
 -- the refused job's page entry is marked ``retried_as`` (the crawl's results show the new job's
 -- line; a redelivered attempt of the refused job sees it and does not visit the page again), and the
--- crawl counts ``retried``. Once per refused job: a second call (the refused job run again after a
+-- crawl counts ``retried`` and keeps the refused job's id in KEYS[5] (its failure, when recorded, is
+-- not a failed page). Once per refused job: a second call (the refused job run again after a
 -- worker was killed) finds ``retried_as`` and creates nothing. None past ``retries`` for the page,
 -- nor in a cancelled or completed crawl.
--- KEYS[1] crawl hash, KEYS[2] pages hash, KEYS[3] batch hash, KEYS[4] batch jobs list.
+-- KEYS[1] crawl hash, KEYS[2] pages hash, KEYS[3] batch hash, KEYS[4] batch jobs list, KEYS[5] refused set.
 -- ARGV[1] the refused job's id, ARGV[2] retries allowed per page, ARGV[3] job_create's ARGV as JSON.
 -- Returns {'queued', id} (publish it), {'already', id} (queued by an earlier attempt), or {'spent'},
 -- {'closed'}, {'unknown'} (not a page of this crawl).
@@ -30,4 +31,5 @@ redis.call('HSET', KEYS[2], reply[1], cjson.encode({url = page['url'], depth = p
 page['retried_as'] = reply[1]
 redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(page))
 redis.call('HINCRBY', KEYS[1], 'retried', 1)
+redis.call('SADD', KEYS[5], ARGV[1])
 return {'queued', reply[1]}

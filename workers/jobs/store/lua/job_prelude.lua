@@ -98,7 +98,7 @@ local function complete_batch(batch, ttl)
   redis.call('ZADD', prefix .. 'jobs:expiring', tonumber(now) + tonumber(ttl), 'batch ' .. batch)
   local crawl = redis.call('HGET', bkey, 'crawl')
   if crawl and crawl ~= '' then  -- a crawl's record and frontier go with its batch's results
-    for _, part in ipairs({'', ':seen', ':pages', ':frontier', ':patterns', ':traps'}) do redis.call('EXPIRE', prefix .. 'crawl:' .. crawl .. part, ttl) end
+    for _, part in ipairs({'', ':seen', ':pages', ':frontier', ':patterns', ':traps', ':refused'}) do redis.call('EXPIRE', prefix .. 'crawl:' .. crawl .. part, ttl) end
   end
   -- a batch reopened (a resumed crawl) finishes again: that finish's webhook has a delivery id of its own
   local finish = redis.call('HINCRBY', bkey, 'finishes', 1)
