@@ -28,8 +28,7 @@ NAME = re.compile(STORED_NAME)
 
 def recipe_store(request: Request, store: JobStore, tenant: str | None) -> RecipeStore:
     """``tenant``'s recipes (None: the operator's)."""
-    return RecipeStore(store.redis, store.keys, max_failures=request.app.state.settings.recipe_max_failures,
-                       tenant=tenant)
+    return RecipeStore.configured(store.redis, store.keys, request.app.state.settings, tenant)
 
 
 async def check_recipes(specs: list[JobSpec], recipes: RecipeStore, *, batch: bool) -> None:

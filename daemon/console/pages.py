@@ -617,7 +617,7 @@ async def schedule_action(request: Request, schedule_id: str, action: str, sessi
 def recipes_of(request: Request, tenant: str | None = None) -> RecipeStore:
     """``tenant``'s recipes (None: the operator's): each tenant's live under its own keys."""
     store = store_of(request)
-    return RecipeStore(store.redis, store.keys, max_failures=settings_of(request).recipe_max_failures, tenant=tenant)
+    return RecipeStore.configured(store.redis, store.keys, settings_of(request), tenant)
 
 
 def _owner(tenant: str | None) -> str | None:

@@ -17,6 +17,7 @@ import time
 
 from redis.asyncio import Redis
 
+from config import Settings
 from workers.jobs.recipes.models import Recipe, RecipeInfo, RecipeStats, ReplayOutcome
 from workers.jobs.store.keys import Keys
 
@@ -29,6 +30,12 @@ class RecipeStore:
         """One owner's recipes: ``tenant``'s (None: the operator's), under its own keys (``Keys.owned_by``)."""
         self.redis, self.max_failures, self.tenant = redis, max_failures, tenant
         self.keys = (keys or Keys()).owned_by(tenant)
+
+    @classmethod
+    def configured(cls, redis: Redis, keys: Keys, settings: Settings, tenant: str | None) -> RecipeStore:
+        """``tenant``'s recipes as the operator set them up (``BROWSERD_RECIPE_MAX_FAILURES``): the one
+        way the API, the console and a run's replay open them, so they agree on when a recipe breaks."""
+        return cls(redis, keys, max_failures=settings.recipe_max_failures, tenant=tenant)
 
     async def save(self, recipe: Recipe, *, only_if_new: bool = False) -> Recipe | None:
         """Store ``recipe`` as the next version (the old ones are kept) and clear a ``broken`` mark.

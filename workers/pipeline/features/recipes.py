@@ -53,8 +53,7 @@ class RecipeReplay(Feature):
     def store(self, tenant: str | None) -> RecipeStore | None:
         """``tenant``'s recipes (None: the operator's); None when this run reaches no store."""
         redis = self.services.redis
-        return None if redis is None else RecipeStore(redis, self.services.keys, tenant=tenant,
-                                                      max_failures=self.settings.recipe_max_failures)
+        return None if redis is None else RecipeStore.configured(redis, self.services.keys, self.settings, tenant)
 
     async def prepare(self, run: JobRun) -> None:
         recipe = await self.choose(run.spec, run.tenant)
