@@ -102,6 +102,8 @@ class FrameAnalysis:
         self.cands = Candidates(doc)
         self._explaining = s.ids(*EXPLAINING)
         self._roots = s.ids("BODY", "HTML")
+        self._label, self._for = s.id("LABEL"), s.id("for")
+        self._aria_disabled, self._disabled_attr = s.id("aria-disabled"), s.id("disabled")
         dx, dy = frame.dx, frame.dy
         region_doc = None if region is None else (region[0] - dx, region[1] - dy, region[2], region[3])
         fclip = None if frame.clip is None else (frame.clip[0] - dx, frame.clip[1] - dy, frame.clip[2], frame.clip[3])
@@ -314,12 +316,12 @@ class FrameAnalysis:
         return self._labels_by_for.get(ident)
 
     def _disabled(self, i: int) -> bool:
-        doc, s = self.doc, self.s
+        doc = self.doc
         if not doc.attrs[i]:
             return False
-        if (doc.attr(i, s.id("aria-disabled")) or "").lower() == "true":
+        if (doc.attr(i, self._aria_disabled) or "").lower() == "true":
             return True
-        return doc.attr(i, s.id("disabled")) is not None and doc.tag(i) in FORM_CONTROLS
+        return doc.attr(i, self._disabled_attr) is not None and doc.tag(i) in FORM_CONTROLS
 
     def _children_box(self, i: int) -> Rect | None:
         """A zero-size element (an inline anchor around a block) takes the union of its children,
@@ -530,7 +532,7 @@ class FrameAnalysis:
         controls in a control-free block right under it is kept only while that block is not a
         panel (see ``_without_panels``): the answer names the block then, else None."""
         held, first = near
-        doc, explaining, label, for_ = self.doc, self._explaining, self.s.id("LABEL"), self.s.id("for")
+        doc, explaining, label, for_ = self.doc, self._explaining, self._label, self._for
         child, p = text, doc.parent[text]
         captions = False
         while p >= 0:

@@ -9,6 +9,7 @@ smaller than its children's and a subtree is a contiguous range.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -45,7 +46,7 @@ class Strings:
     Every string is well formed (see ``well_formed``), so nothing read from a page carries a lone
     surrogate further."""
 
-    __slots__ = ("table", "_index")
+    __slots__ = ("table", "_index", "id")
 
     def __init__(self, table: list[str]) -> None:
         joined = "\0".join(table)  # one C-speed check for the common case: nothing to mend
@@ -55,23 +56,25 @@ class Strings:
             except UnicodeEncodeError:
                 table = [well_formed(t) for t in table]
         self.table = table
-        self._index: dict[str, int] | None = None
+        self._index = _Index(zip(table, range(len(table))))  # a later duplicate wins
+        # ``id(name)``: the string-table index of ``name``, -2 when absent (matches nothing; -1 means
+        # "no string"). The dict's own look-up, bound once: an analysis asks for some seventy names.
+        self.id: Callable[[str], int] = self._index.__getitem__
 
     def __call__(self, idx: int) -> str:
         return self.table[idx] if idx >= 0 else ""
 
-    def _lookup(self) -> dict[str, int]:
-        if self._index is None:
-            self._index = dict(zip(self.table, range(len(self.table))))  # a later duplicate wins, as before
-        return self._index
-
     def ids(self, *names: str) -> set[int]:
         """String-table indexes of ``names`` that occur in this snapshot (absent names are skipped)."""
-        index = self._lookup()
+        index = self._index
         return {index[n] for n in names if n in index}
 
-    def id(self, name: str) -> int:
-        return self._lookup().get(name, -2)  # -2 matches nothing (-1 means "no string")
+
+class _Index(dict[str, int]):
+    """String -> table index; a name not in the table is -2."""
+
+    def __missing__(self, name: str) -> int:
+        return -2
 
 
 def positions(column: list[Any], value: Any) -> list[int]:
