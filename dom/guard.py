@@ -179,6 +179,8 @@ _KEY_HINT = re.compile(r"-----BEGIN |sk-|AKIA|ASIA|gh[pousr]_|xox[abprs]-|AIza|e
 # dotless i, long s), which ``str.lower`` leaves or turns into two characters.
 _SECRET_WORDS = ("pass", "pwd", "secret", "key", "token")
 _RE_CASE_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+# ``_CARD`` without its look-arounds: it starts with a digit, so ``re`` skips ahead to one.
+_CARD_HINT = re.compile(r"\d(?:[ -]?\d){12}")
 # ``_SSN`` needs a hyphen between digits.
 _SSN_HINT = re.compile(r"\d-\d")
 
@@ -230,7 +232,8 @@ def sanitize(text: str) -> Sanitized:
         text = _KEY_SHAPES.sub(mark("credential", CREDENTIAL_MARK), text)
     if _may_hold_labelled_secret(text):
         text = _LABELLED_SECRET.sub(labelled, text)
-    text = _CARD.sub(card, text)
+    if _CARD_HINT.search(text):
+        text = _CARD.sub(card, text)
     if "-" in text and _SSN_HINT.search(text):
         text = _SSN.sub(mark("ssn", SSN_MARK), text)
     return Sanitized(text, tuple(dict.fromkeys(found)))
