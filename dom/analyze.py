@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import compress, islice
 from typing import NamedTuple
 
 from dom.frames import Frame, Rect, intersect
@@ -444,8 +444,10 @@ class FrameAnalysis:
         vis = doc.column(VISIBILITY)
         last_owned: dict[int, Rect] = {}
         loose: list[Loose] = []
-        for k, t in enumerate(lay_text):
-            if t < 0 or vis[k] != visible:
+        fragments, fragment_boxes = doc.text_fragments()
+        for k in compress(range(len(lay_text)), map(visible.__eq__, vis)):  # visible ones, picked in C
+            t = lay_text[k]
+            if t < 0:
                 continue
             i = lay_nodes[k]
             if node_type[i] != TEXT:
@@ -459,8 +461,11 @@ class FrameAnalysis:
             o = nearest_offered(cand) if cand >= 0 else -1
             if hidden and not (o >= 0 and self.at(o)[0]):
                 continue  # aria-hidden text shows only as the text of a control offered through it
-            fragments = doc.text_ends(k)
-            starts, ends = fragments.first, fragments.last
+            found = fragments.get(k)
+            if found is None:
+                starts = ends = bounds[k]
+            else:
+                starts, ends = fragment_boxes[found[0]], fragment_boxes[found[1]]
             if o >= 0:
                 owned.setdefault(o, []).append(spaced(text, starts, last_owned.get(o)))
                 last_owned[o] = ends

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dom.frames import Rect
@@ -95,14 +95,6 @@ def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
     return dict(zip(rare.get("index", ()), rare.get("value", ())))
 
 
-class TextEnds(NamedTuple):
-    """The boxes (x, y, width, height) of a text's first and last line fragments (a tuple: one is
-    made per rendered text node, and a frozen dataclass costs several times as much to make)."""
-
-    first: list[float]
-    last: list[float]
-
-
 @dataclass(frozen=True, slots=True)
 class Size:
     width: float
@@ -164,19 +156,17 @@ class DocTree:
         self._ends: list[int] | None = None
         self._tags: dict[int, str] = {}  # node-name string id -> lower-case tag, decoded once
 
-    def text_ends(self, k: int) -> TextEnds:
-        """Boxes of the first and last line fragments of text layout object ``k``: a wrapped text's
-        own box spans its lines, so only these say where it starts and where it ends."""
+    def text_fragments(self) -> tuple[dict[int, tuple[int, int]], list[list[float]]]:
+        """For each text layout object that has line fragments, the indexes of its first and last
+        (a wrapped text's own box spans its lines, so only these say where it starts and where it
+        ends), and the fragments' boxes (x, y, width, height). A text without fragments is its own
+        box. Read by index in the text pass: a record made per text node cost more than the look-up."""
         if self._text_ends is None:
             ends: dict[int, tuple[int, int]] = {}
             for j, owner in enumerate(self._text_boxes.get("layoutIndex") or ()):
                 ends[owner] = (ends[owner][0], j) if owner in ends else (j, j)
             self._text_ends = ends
-        found = self._text_ends.get(k)
-        if found is None:
-            return TextEnds(self.bounds[k], self.bounds[k])
-        boxes = self._text_boxes["bounds"]
-        return TextEnds(boxes[found[0]], boxes[found[1]])
+        return self._text_ends, self._text_boxes.get("bounds") or []
 
     # --- whole columns -----------------------------------------------------------------------
 
