@@ -444,7 +444,7 @@ class FrameAnalysis:
         vis = doc.column(VISIBILITY)
         last_owned: dict[int, Rect] = {}
         loose: list[Loose] = []
-        fragments, fragment_boxes = doc.text_fragments()
+        first_fragment, last_fragment, fragment_boxes = doc.text_fragments()
         for k in compress(range(len(lay_text)), map(visible.__eq__, vis)):  # visible ones, picked in C
             t = lay_text[k]
             if t < 0:
@@ -461,11 +461,11 @@ class FrameAnalysis:
             o = nearest_offered(cand) if cand >= 0 else -1
             if hidden and not (o >= 0 and self.at(o)[0]):
                 continue  # aria-hidden text shows only as the text of a control offered through it
-            found = fragments.get(k)
-            if found is None:
+            f = first_fragment.get(k)
+            if f is None:
                 starts = ends = bounds[k]
             else:
-                starts, ends = fragment_boxes[found[0]], fragment_boxes[found[1]]
+                starts, ends = fragment_boxes[f], fragment_boxes[last_fragment[k]]
             if o >= 0:
                 owned.setdefault(o, []).append(spaced(text, starts, last_owned.get(o)))
                 last_owned[o] = ends

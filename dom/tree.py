@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from dom.frames import Rect
@@ -95,6 +95,18 @@ def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
     return dict(zip(rare.get("index", ()), rare.get("value", ())))
 
 
+class TextFragments(NamedTuple):
+    """The line fragments of a document's texts: for each text layout object that has them, the
+    index of its first and of its last fragment, and every fragment's box (x, y, width, height).
+    A wrapped text's own box spans its lines, so only these say where it starts and where it ends;
+    a text without fragments is its own box. Read by index in the text pass (a record made per
+    text node cost more than the look-up)."""
+
+    first: dict[int, int]
+    last: dict[int, int]
+    boxes: list[list[float]]
+
+
 @dataclass(frozen=True, slots=True)
 class Size:
     width: float
@@ -148,7 +160,7 @@ class DocTree:
         self.paint: list[int] = layout.get("paintOrders") or [0] * len(lay_nodes)
         self.lay_text: list[int] = layout.get("text") or []
         self._text_boxes: dict[str, list[Any]] = doc.get("textBoxes") or {}
-        self._text_ends: dict[int, tuple[int, int]] | None = None
+        self._text_ends: TextFragments | None = None
         self._ordinals: list[int] | None = None
         self._columns: list[tuple[int, ...]] | None = None
         self._marked: list[int] | None = None
@@ -156,17 +168,16 @@ class DocTree:
         self._ends: list[int] | None = None
         self._tags: dict[int, str] = {}  # node-name string id -> lower-case tag, decoded once
 
-    def text_fragments(self) -> tuple[dict[int, tuple[int, int]], list[list[float]]]:
-        """For each text layout object that has line fragments, the indexes of its first and last
-        (a wrapped text's own box spans its lines, so only these say where it starts and where it
-        ends), and the fragments' boxes (x, y, width, height). A text without fragments is its own
-        box. Read by index in the text pass: a record made per text node cost more than the look-up."""
+    def text_fragments(self) -> TextFragments:
+        """Where each text layout object's lines start and end (see ``TextFragments``)."""
         if self._text_ends is None:
-            ends: dict[int, tuple[int, int]] = {}
+            first: dict[int, int] = {}
+            last: dict[int, int] = {}
             for j, owner in enumerate(self._text_boxes.get("layoutIndex") or ()):
-                ends[owner] = (ends[owner][0], j) if owner in ends else (j, j)
-            self._text_ends = ends
-        return self._text_ends, self._text_boxes.get("bounds") or []
+                first.setdefault(owner, j)
+                last[owner] = j
+            self._text_ends = TextFragments(first, last, self._text_boxes.get("bounds") or [])
+        return self._text_ends
 
     # --- whole columns -----------------------------------------------------------------------
 
