@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import compress, islice
 from typing import NamedTuple
 
 from dom.frames import Frame, Rect, intersect
@@ -102,6 +102,8 @@ class FrameAnalysis:
         self.cands = Candidates(doc)
         self._explaining = s.ids(*EXPLAINING)
         self._roots = s.ids("BODY", "HTML")
+        self._label, self._for = s.id("LABEL"), s.id("for")
+        self._aria_disabled, self._disabled_attr = s.id("aria-disabled"), s.id("disabled")
         dx, dy = frame.dx, frame.dy
         region_doc = None if region is None else (region[0] - dx, region[1] - dy, region[2], region[3])
         fclip = None if frame.clip is None else (frame.clip[0] - dx, frame.clip[1] - dy, frame.clip[2], frame.clip[3])
@@ -314,12 +316,12 @@ class FrameAnalysis:
         return self._labels_by_for.get(ident)
 
     def _disabled(self, i: int) -> bool:
-        doc, s = self.doc, self.s
+        doc = self.doc
         if not doc.attrs[i]:
             return False
-        if (doc.attr(i, s.id("aria-disabled")) or "").lower() == "true":
+        if (doc.attr(i, self._aria_disabled) or "").lower() == "true":
             return True
-        return doc.attr(i, s.id("disabled")) is not None and doc.tag(i) in FORM_CONTROLS
+        return doc.attr(i, self._disabled_attr) is not None and doc.tag(i) in FORM_CONTROLS
 
     def _children_box(self, i: int) -> Rect | None:
         """A zero-size element (an inline anchor around a block) takes the union of its children,
@@ -442,8 +444,10 @@ class FrameAnalysis:
         vis = doc.column(VISIBILITY)
         last_owned: dict[int, Rect] = {}
         loose: list[Loose] = []
-        for k, t in enumerate(lay_text):
-            if t < 0 or vis[k] != visible:
+        first_fragment, last_fragment, fragment_boxes = doc.text_fragments()
+        for k in compress(range(len(lay_text)), map(visible.__eq__, vis)):  # visible ones, picked in C
+            t = lay_text[k]
+            if t < 0:
                 continue
             i = lay_nodes[k]
             if node_type[i] != TEXT:
@@ -457,8 +461,11 @@ class FrameAnalysis:
             o = nearest_offered(cand) if cand >= 0 else -1
             if hidden and not (o >= 0 and self.at(o)[0]):
                 continue  # aria-hidden text shows only as the text of a control offered through it
-            fragments = doc.text_ends(k)
-            starts, ends = fragments.first, fragments.last
+            f = first_fragment.get(k)
+            if f is None:
+                starts = ends = bounds[k]
+            else:
+                starts, ends = fragment_boxes[f], fragment_boxes[last_fragment[k]]
             if o >= 0:
                 owned.setdefault(o, []).append(spaced(text, starts, last_owned.get(o)))
                 last_owned[o] = ends
@@ -530,7 +537,7 @@ class FrameAnalysis:
         controls in a control-free block right under it is kept only while that block is not a
         panel (see ``_without_panels``): the answer names the block then, else None."""
         held, first = near
-        doc, explaining, label, for_ = self.doc, self._explaining, self.s.id("LABEL"), self.s.id("for")
+        doc, explaining, label, for_ = self.doc, self._explaining, self._label, self._for
         child, p = text, doc.parent[text]
         captions = False
         while p >= 0:

@@ -49,9 +49,16 @@ def intersect(a: Rect | None, b: Rect | None) -> Rect | None:
         return b
     if b is None:
         return a
-    x1, y1 = max(a[0], b[0]), max(a[1], b[1])
-    x2, y2 = min(a[0] + a[2], b[0] + b[2]), min(a[1] + a[3], b[1] + b[3])
-    return (x1, y1, max(0.0, x2 - x1), max(0.0, y2 - y1))
+    # Comparisons rather than max() and min() (a call each, four fifths of the time here: dozens of
+    # boxes a capture); ties pick the same operand the builtins do.
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    x1 = ax if ax >= bx else bx
+    y1 = ay if ay >= by else by
+    ax2, bx2, ay2, by2 = ax + aw, bx + bw, ay + ah, by + bh
+    w = (ax2 if ax2 <= bx2 else bx2) - x1
+    h = (ay2 if ay2 <= by2 else by2) - y1
+    return (x1, y1, w if w > 0.0 else 0.0, h if h > 0.0 else 0.0)
 
 
 def _child(parent: Frame, owner: int, doc: DocTree, session: CDPSession, oopif: bool) -> Frame | None:

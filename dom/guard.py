@@ -174,13 +174,22 @@ _KEY_SHAPES = re.compile(
 # the pattern itself decides whenever one is there.
 # ``_KEY_SHAPES`` without its leading word boundaries: every alternative holds one of these literals.
 _KEY_HINT = re.compile(r"-----BEGIN |sk-|AKIA|ASIA|gh[pousr]_|xox[abprs]-|AIza|eyJ|Bearer\s")
+# One literal of each of ``_KEY_HINT``'s alternatives, searched in C before it (the alternation
+# without a common first character is itself tried at every position).
+_KEY_LITERALS = ("-----BEGIN ", "sk-", "AKIA", "ASIA", "_", "xox", "AIza", "eyJ", "Bearer")
 # ``_LABELLED_SECRET``'s names, each held by one of these words. Case is ignored the way ``re``
 # ignores it: lower case, plus the letters ``re`` also takes for i and s (dotted capital I,
 # dotless i, long s), which ``str.lower`` leaves or turns into two characters.
 _SECRET_WORDS = ("pass", "pwd", "secret", "key", "token")
 _RE_CASE_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+# ``_CARD`` without its look-arounds: it starts with a digit, so ``re`` skips ahead to one.
+_CARD_HINT = re.compile(r"\d(?:[ -]?\d){12}")
 # ``_SSN`` needs a hyphen between digits.
 _SSN_HINT = re.compile(r"\d-\d")
+
+
+def _may_hold_key(text: str) -> bool:
+    return any(literal in text for literal in _KEY_LITERALS) and _KEY_HINT.search(text) is not None
 
 
 def _may_hold_labelled_secret(text: str) -> bool:
@@ -226,11 +235,12 @@ def sanitize(text: str) -> Sanitized:
         return f"{match.group(1)}{match.group(2)}{CREDENTIAL_MARK}"
 
     text = _flag_overrides(text, found)
-    if _KEY_HINT.search(text):
+    if _may_hold_key(text):
         text = _KEY_SHAPES.sub(mark("credential", CREDENTIAL_MARK), text)
     if _may_hold_labelled_secret(text):
         text = _LABELLED_SECRET.sub(labelled, text)
-    text = _CARD.sub(card, text)
+    if _CARD_HINT.search(text):
+        text = _CARD.sub(card, text)
     if "-" in text and _SSN_HINT.search(text):
         text = _SSN.sub(mark("ssn", SSN_MARK), text)
     return Sanitized(text, tuple(dict.fromkeys(found)))

@@ -12,6 +12,7 @@ the element's centre.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress
 
 from dom.frames import Rect, intersect
 from dom.tree import BACKGROUND, ELEMENT, OPACITY, POINTER_EVENTS, VISIBILITY, DocTree
@@ -52,9 +53,8 @@ class Occluders:
             ax1, ay1, ax2, ay2 = area[0], area[1], area[0] + area[2], area[1] + area[3]
         lay_nodes, bounds, paint, node_type, name = doc.lay_nodes, doc.bounds, doc.paint, doc.node_type, doc.name
         grid, styles = self.grid, doc.styles
-        for k, bg in enumerate(doc.column(BACKGROUND)):
-            if bg not in opaque:
-                continue
+        # Only layout objects with an opaque background, picked in C (most have none).
+        for k in compress(range(len(bounds)), map(opaque.__contains__, doc.column(BACKGROUND))):
             x, y, w, h = bounds[k]
             if w <= 0 or h <= 0 or x > ax2 or y > ay2 or x + w < ax1 or y + h < ay1:
                 continue
@@ -69,9 +69,11 @@ class Occluders:
                 x, y, w, h = intersect((x, y, w, h), clip)
                 if w <= 0 or h <= 0:
                     continue
-            box = (x, y, x + w, y + h, paint[k], i)
-            for cx in range(int(max(x, ax1) // CELL), int(min(x + w, ax2) // CELL) + 1):
-                for cy in range(int(max(y, ay1) // CELL), int(min(y + h, ay2) // CELL) + 1):
+            x2, y2 = x + w, y + h
+            box = (x, y, x2, y2, paint[k], i)
+            rows = range(int((y if y >= ay1 else ay1) // CELL), int((y2 if y2 <= ay2 else ay2) // CELL) + 1)
+            for cx in range(int((x if x >= ax1 else ax1) // CELL), int((x2 if x2 <= ax2 else ax2) // CELL) + 1):
+                for cy in rows:
                     grid.setdefault((cx, cy), []).append(box)
 
     def covers(self, rect: Rect, paint: int, node: int, passes: Callable[[int], bool] | None = None) -> bool:

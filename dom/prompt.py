@@ -56,7 +56,8 @@ def _attributes(el: Element) -> list[tuple[str, str]]:
     seen: set[str] = set()
     text = el.text.lower()
     attrs = el.attributes
-    for key in ATTRS:
+    # Most offered elements carry none of ATTRS (a bare button, a link with only href and class).
+    for key in ATTRS if not attrs.keys().isdisjoint(ATTRS) else ():
         value = attrs.get(key)
         if value is None:
             continue

@@ -9,8 +9,8 @@ smaller than its children's and a subtree is a contiguous range.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class Strings:
     Every string is well formed (see ``well_formed``), so nothing read from a page carries a lone
     surrogate further."""
 
-    __slots__ = ("table", "_index")
+    __slots__ = ("table", "_index", "id")
 
     def __init__(self, table: list[str]) -> None:
         joined = "\0".join(table)  # one C-speed check for the common case: nothing to mend
@@ -55,26 +55,28 @@ class Strings:
             except UnicodeEncodeError:
                 table = [well_formed(t) for t in table]
         self.table = table
-        self._index: dict[str, int] | None = None
+        self._index = _Index(zip(table, range(len(table))))  # a later duplicate wins
+        # ``id(name)``: the string-table index of ``name``, -2 when absent (matches nothing; -1 means
+        # "no string"). The dict's own look-up, bound once: an analysis asks for some seventy names.
+        self.id: Callable[[str], int] = self._index.__getitem__
 
     def __call__(self, idx: int) -> str:
         return self.table[idx] if idx >= 0 else ""
 
-    def _lookup(self) -> dict[str, int]:
-        if self._index is None:
-            self._index = dict(zip(self.table, range(len(self.table))))  # a later duplicate wins, as before
-        return self._index
-
     def ids(self, *names: str) -> set[int]:
         """String-table indexes of ``names`` that occur in this snapshot (absent names are skipped)."""
-        index = self._lookup()
+        index = self._index
         return {index[n] for n in names if n in index}
 
-    def id(self, name: str) -> int:
-        return self._lookup().get(name, -2)  # -2 matches nothing (-1 means "no string")
+
+class _Index(dict[str, int]):
+    """String -> table index; a name not in the table is -2."""
+
+    def __missing__(self, name: str) -> int:
+        return -2
 
 
-def positions(column: list[Any], value: Any) -> list[int]:
+def positions(column: Sequence[Any], value: Any) -> list[int]:
     """Every position of ``value`` in ``column``, found by ``list.index`` (a C loop) hop by hop."""
     out: list[int] = []
     k = -1
@@ -93,12 +95,16 @@ def _rare_map(rare: dict[str, Any] | None) -> dict[int, int]:
     return dict(zip(rare.get("index", ()), rare.get("value", ())))
 
 
-class TextEnds(NamedTuple):
-    """The boxes (x, y, width, height) of a text's first and last line fragments (a tuple: one is
-    made per rendered text node, and a frozen dataclass costs several times as much to make)."""
+class TextFragments(NamedTuple):
+    """The line fragments of a document's texts: for each text layout object that has them, the
+    index of its first and of its last fragment, and every fragment's box (x, y, width, height).
+    A wrapped text's own box spans its lines, so only these say where it starts and where it ends;
+    a text without fragments is its own box. Read by index in the text pass (a record made per
+    text node cost more than the look-up)."""
 
-    first: list[float]
-    last: list[float]
+    first: dict[int, int]
+    last: dict[int, int]
+    boxes: list[list[float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,36 +160,36 @@ class DocTree:
         self.paint: list[int] = layout.get("paintOrders") or [0] * len(lay_nodes)
         self.lay_text: list[int] = layout.get("text") or []
         self._text_boxes: dict[str, list[Any]] = doc.get("textBoxes") or {}
-        self._text_ends: dict[int, tuple[int, int]] | None = None
+        self._text_ends: TextFragments | None = None
         self._ordinals: list[int] | None = None
-        self._columns: dict[int, list[int]] = {}
+        self._columns: list[tuple[int, ...]] | None = None
         self._marked: list[int] | None = None
         self._tag_counts: dict[tuple[int, int], int] | None = None
         self._ends: list[int] | None = None
         self._tags: dict[int, str] = {}  # node-name string id -> lower-case tag, decoded once
 
-    def text_ends(self, k: int) -> TextEnds:
-        """Boxes of the first and last line fragments of text layout object ``k``: a wrapped text's
-        own box spans its lines, so only these say where it starts and where it ends."""
+    def text_fragments(self) -> TextFragments:
+        """Where each text layout object's lines start and end (see ``TextFragments``)."""
         if self._text_ends is None:
-            ends: dict[int, tuple[int, int]] = {}
+            first: dict[int, int] = {}
+            last: dict[int, int] = {}
             for j, owner in enumerate(self._text_boxes.get("layoutIndex") or ()):
-                ends[owner] = (ends[owner][0], j) if owner in ends else (j, j)
-            self._text_ends = ends
-        found = self._text_ends.get(k)
-        if found is None:
-            return TextEnds(self.bounds[k], self.bounds[k])
-        boxes = self._text_boxes["bounds"]
-        return TextEnds(boxes[found[0]], boxes[found[1]])
+                first.setdefault(owner, j)
+                last[owner] = j
+            self._text_ends = TextFragments(first, last, self._text_boxes.get("bounds") or [])
+        return self._text_ends
 
     # --- whole columns -----------------------------------------------------------------------
 
-    def column(self, which: int) -> list[int]:
-        """One computed style for every layout object (string ids), extracted once at C speed."""
-        col = self._columns.get(which)
-        if col is None:
-            col = self._columns[which] = list(map(itemgetter(which), self.styles))
-        return col
+    def column(self, which: int) -> tuple[int, ...]:
+        """One computed style for every layout object (string ids). All of them are extracted at
+        once at C speed (an analysis reads six of the seven; one transposition costs less than six
+        extractions)."""
+        columns = self._columns
+        if columns is None:
+            styles = self.styles
+            columns = self._columns = list(zip(*styles, strict=True)) if styles else [()] * STYLE_COUNT
+        return columns[which]
 
     def marked(self) -> list[int]:
         """Nodes carrying any attribute of ``MARK_ATTRS``: the only ones the attribute rules look at."""
