@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from typing import Any
 
@@ -81,8 +82,28 @@ class RedactAccessLog(logging.Filter):
         return True
 
 
+GC_YOUNG_OBJECTS = 50_000
+"""Container allocations between two young-generation collections (CPython's default is 700).
+
+A large batch builds ~30 tracked objects per job (a ``JobSpec`` and its option models), all alive
+until the batch is written; at the default threshold the collector ran a full collection every few
+thousand jobs, each walking every spec built so far and the API's own ~180,000 objects: about
+half of the CPU that checking 10,000 jobs took. Reference counting frees the rest as before; only
+cycles wait, for at most this many allocations (a few MB)."""
+
+
+def tune_gc() -> None:
+    """Freeze what startup built (modules, schemas, the app: alive for good, never worth walking
+    again) and collect the young generation less often (``GC_YOUNG_OBJECTS``)."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_OBJECTS, middle, old)
+
+
 def run(app: Any, settings: Settings) -> None:
     """Serve ``app`` on ``settings.api_host``:``settings.api_port`` until stopped."""
+    tune_gc()
     config = uvicorn.Config(app, host=settings.api_host, port=settings.api_port, log_level=settings.log_level.lower(),
                             access_log=settings.log_level == "DEBUG", http=HeadDeadline)
     logging.getLogger("uvicorn.access").addFilter(RedactAccessLog())  # after Config set up uvicorn's loggers
