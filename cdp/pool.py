@@ -98,9 +98,10 @@ class PoolConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> PoolConfig:
+        browsers = settings.pool_browser_count()
         return cls(
-            browsers=len(settings.cdp_urls) or settings.pool_browsers,
-            warm=settings.pool_warm,
+            browsers=browsers,
+            warm=-(-settings.pool_warm // browsers),  # the setting is per process, this per browser
             max_leases=settings.pool_max_leases,
             max_memory_mb=settings.pool_max_memory_mb,
             health_interval=settings.pool_health_interval,

@@ -105,8 +105,22 @@ class Settings(BaseSettings):
     cdp_timeout: float = Field(30.0, gt=0, description="Default timeout in seconds for one CDP command.")
 
     # --- pool ------------------------------------------------------------------------------
-    pool_browsers: int = Field(1, ge=1, description="Browsers in each process's pool.")
-    pool_warm: int = Field(2, ge=0, description="Ready contexts with a blank page kept per browser.")
+    pool_browsers: int = Field(
+        0,
+        ge=0,
+        description=("Browsers in each process's pool; 0: one per BROWSERD_POOL_JOBS_PER_BROWSER jobs of "
+                     "BROWSERD_WORKER_CONCURRENCY, rounded up (concurrency 32: 2 browsers)."),
+    )
+    pool_jobs_per_browser: int = Field(
+        16,
+        ge=1,
+        description=("With BROWSERD_POOL_BROWSERS=0, the concurrent jobs one browser serves before the pool starts "
+                     "another: every CDP message of a browser's jobs goes through its one main thread, which 32 "
+                     "jobs stepping at once keep busy (docs/development.md, bench.queue)."),
+    )
+    pool_warm: int = Field(
+        2, ge=0, description="Ready contexts with a blank page kept per process, shared out over its browsers.",
+    )
     pool_max_leases: int = Field(200, ge=1, description="A browser is recycled after serving this many leases.")
     pool_max_memory_mb: int = Field(
         4096,
@@ -567,6 +581,15 @@ class Settings(BaseSettings):
     def max_tokens(self, role: Role) -> int:
         """A role's output cap: always set, since a model that never ends its answer must be stopped."""
         return getattr(self, f"{role}_max_tokens")
+
+    def pool_browser_count(self) -> int:
+        """Browsers in each process's pool: the ones listed in BROWSERD_CDP_URLS, else BROWSERD_POOL_BROWSERS,
+        else (0) one per BROWSERD_POOL_JOBS_PER_BROWSER jobs of the concurrency, rounded up. Why more than
+        one: a browser relays every CDP message of its jobs on its one main thread, which 32 jobs stepping
+        together saturate long before the worker or the machine (bench.queue)."""
+        if self.cdp_urls:
+            return len(self.cdp_urls)
+        return self.pool_browsers or -(-self.worker_concurrency // self.pool_jobs_per_browser)
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, secrets replaced by asterisks: the secret fields, and

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cdp import PoolConfig
 from config import ConfigError, Settings, load_settings, settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ def test_defaults_and_environment(monkeypatch):
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
-        ("BROWSERD_POOL_BROWSERS", "-1", "greater than or equal to 1"),
+        ("BROWSERD_POOL_BROWSERS", "-1", "greater than or equal to 0"),
         ("BROWSERD_LOG_LEVEL", "verbose", "'DEBUG', 'INFO'"),
         ("BROWSERD_LLM_BASE_URL", "not a url", "valid URL"),
         ("BROWSERD_REDIS_URL", "localhost:6379", "redis://"),
@@ -86,3 +87,17 @@ def test_logs_carry_the_bound_job_context(capsys):
     assert lines[0]["msg"] == "clicked [12]"
     assert (lines[0]["job_id"], lines[0]["step"], lines[0]["url"]) == ("job-1", 3, "http://127.0.0.1/")
     assert "job_id" not in lines[1]
+
+
+def test_pool_browsers_follow_the_concurrency_unless_set():
+    """0 (the default): one browser per pool_jobs_per_browser concurrent jobs, rounded up; a set count
+    or a list of browsers to attach to wins; the warm contexts are the process's, shared out."""
+    auto = [Settings(worker_concurrency=c).pool_browser_count() for c in (1, 4, 16, 17, 32, 33)]
+    assert auto == [1, 1, 1, 2, 2, 3]
+    assert Settings(worker_concurrency=32, pool_jobs_per_browser=8).pool_browser_count() == 4
+    assert Settings(worker_concurrency=32, pool_browsers=1).pool_browser_count() == 1
+    assert Settings(worker_concurrency=32, cdp_urls=["http://10.0.0.6:9222"]).pool_browser_count() == 1
+    config = PoolConfig.from_settings(Settings(worker_concurrency=32, pool_warm=32))
+    assert (config.browsers, config.warm) == (2, 16)
+    config = PoolConfig.from_settings(Settings(worker_concurrency=4, pool_warm=3, pool_browsers=2))
+    assert (config.browsers, config.warm) == (2, 2)

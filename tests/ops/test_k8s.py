@@ -332,7 +332,7 @@ def test_worker_memory_follows_the_settings(monkeypatch: pytest.MonkeyPatch, tmp
     assert request >= IDLE_PYTHON_MIB + IDLE_CHROME_MIB + JOB_MIB * concurrency  # busy, not only idle
     # Chrome is recycled (at pool_max_memory_mb per browser) before the kernel kills the pod, even
     # while a replacement browser starts beside it.
-    assert limit >= settings.pool_max_memory_mb * settings.pool_browsers + IDLE_PYTHON_MIB + IDLE_CHROME_MIB
+    assert limit >= settings.pool_max_memory_mb * settings.pool_browser_count() + IDLE_PYTHON_MIB + IDLE_CHROME_MIB
 
 
 def test_deployments_select_their_pods_and_run_safely() -> None:
