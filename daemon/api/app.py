@@ -44,7 +44,7 @@ from daemon.api.limits import BodyLimit
 from daemon.api.request_metrics import RequestMetrics
 from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.metrics import MetricsApp
-from workers.jobs.queue.app import broker_url
+from workers.jobs.queue.app import bind, broker_url
 from workers.jobs.queue.limits import check_limits
 from workers.jobs.store.connection import API_CONNECT_TIMEOUT, API_RETRIES, connect
 from workers.jobs.store.jobs import WORKER_FRESH_SECONDS, JobStore
@@ -93,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     broker_url(settings)
     check_limits(settings)
+    bind(settings)  # this app's Redis, whatever the process's environment says (an app made in a test)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
