@@ -243,17 +243,21 @@ def create_app(settings: Settings | None = None) -> Celery:
 
 
 app = create_app()
+_bound: str | None = None  # the broker URL ``bind`` last made the app's connections for
 
 
 def bind(settings: Settings) -> None:
     """Publish to ``settings``' Redis from now on in this process. The app reads its configuration
     once, from the environment (``get_settings``): an API made in process with other settings (a
     test's) published wherever that first read pointed, another module's stopped Redis or Celery's
-    default broker. A no-op when they agree, as in ``browserd serve``. The broker's connection pool,
+    default broker. A no-op when they agree and it was bound to it already. The broker's connection pool,
     the producers on it and this thread's result backend were made from the old URL: dropped."""
-    if app.conf.broker_url == kombu_url(settings.redis_url):
+    global _bound
+    url = kombu_url(settings.redis_url)
+    if app.conf.broker_url == url and _bound == url:
         return
     app.conf.update(celery_config(settings))
+    _bound = url
     pool, app._pool = app._pool, None  # Celery keeps no public way to re-point an app's broker
     if pool is not None:
         pool.force_close_all()
