@@ -30,7 +30,11 @@ The saved eBay item page never finishes loading on either side (issue 27); it is
 - ``max_latency_over_work_s``: the most any browserd page took beyond the page's *work*, the fastest
   time that page took on either side in this run (a stalled job shows here);
 - ``browserd_mib_per_job`` / ``peer_mib_per_job``: peak PSS of the worker (or the peer process) and
-  its Chrome during the batch, minus before it, over the concurrency (MiB).
+  its Chrome during the batch, minus before it, over the concurrency (MiB);
+- ``browserd_cpu_s_per_page`` / ``peer_cpu_s_per_page``: CPU-seconds a page during the batch: the
+  whole machine's (``total``: on two cores, what decides pages per minute once both are busy) and its
+  parts: browserd's Chrome, worker, API and Redis; the peer's Chrome with Playwright's driver, and
+  crawl4ai's own process; ``other`` is the rest of the machine (the page server is the same for both).
 
 Warm-up: each side loads every distinct page once before it is measured.
 """
@@ -51,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.queue import MemoryPeak, pss_bytes
-from bench.support import serve_path
+from bench.support import CpuSpan, serve_path
 from tests.queue.stack import TOKEN, Stack, stack, wait_until
 
 PAGES = Path(os.environ.get("BROWSERD_BENCH_PAGES", "/work/shared/pages"))
@@ -134,8 +138,12 @@ def browserd_side(s: Stack, origin: str, pages: list[str], level: int, count: in
         urls = [f"{origin}/{pages[n % len(pages)]}" for n in range(count)]
         idle = pss_bytes(worker.pid)
         meter = MemoryPeak(worker.pid)
+        assert s.api is not None
+        cpu = CpuSpan({"worker_tree": worker.pid, "api": s.api.pid, "redis": redis_pid(s)}, own={"worker": worker.pid})
         meter.start()
+        cpu.start()
         submitted, jobs = run_batch(s, urls, open_domains)
+        spent = cpu.stop()
         meter.running = False
         meter.join()
     finally:
@@ -145,7 +153,22 @@ def browserd_side(s: Stack, origin: str, pages: list[str], level: int, count: in
     return {"rate": count / span * 60, "failed": len(failed),
             "first_error": failed[0]["error"] if failed else None,
             "times": [(u, ts(j["finished_at"]) - ts(j["started_at"])) for u, j in zip(urls, jobs)],
-            "mib_per_job": max(0, meter.peak - idle) / level / 2**20}
+            "mib_per_job": max(0, meter.peak - idle) / level / 2**20,
+            "cpu": per_page({"chrome": spent["worker_tree"] - spent["worker"], "worker": spent["worker"],
+                             "api": spent["api"], "redis": spent["redis"]}, spent["machine"], count)}
+
+
+def redis_pid(s: Stack) -> int:
+    proc = s.redis_server.proc
+    assert proc is not None
+    return proc.pid
+
+
+def per_page(parts: dict[str, float], machine: float, count: int) -> dict[str, float]:
+    """CPU-seconds a page: the machine's (``total``: both sides serve the pages from this process,
+    the same work), the named parts' and the rest (``other``)."""
+    return {"total": round(machine / count, 3), **{k: round(v / count, 3) for k, v in parts.items()},
+            "other": round((machine - sum(parts.values())) / count, 3)}
 
 
 # --- the peer --------------------------------------------------------------------------------
@@ -165,10 +188,13 @@ def peer_side(python: Path, origin: str, pages: list[str], level: int, count: in
         expect(proc, "BENCH-READY")
         idle = pss_bytes(proc.pid)
         meter = MemoryPeak(proc.pid)
+        cpu = CpuSpan({"tree": proc.pid}, own={"crawl4ai": proc.pid})
         meter.start()
+        cpu.start()
         proc.stdin.write("go\n")
         proc.stdin.flush()
         out = json.loads(expect(proc, "BENCH-RESULT"))
+        spent = cpu.stop()
         meter.running = False
         meter.join()
         proc.stdin.close()
@@ -180,7 +206,9 @@ def peer_side(python: Path, origin: str, pages: list[str], level: int, count: in
         Path(plan).unlink(missing_ok=True)
     return {"rate": count / out["seconds"] * 60, "failed": out["failed"], "first_error": out["first_error"],
             "times": [(r["url"], r["seconds"]) for r in out["pages"]],
-            "mib_per_job": max(0, meter.peak - idle) / level / 2**20}
+            "mib_per_job": max(0, meter.peak - idle) / level / 2**20,
+            "cpu": per_page({"chrome_and_driver": spent["tree"] - spent["crawl4ai"], "crawl4ai": spent["crawl4ai"]},
+                            spent["machine"], count)}
 
 
 def expect(proc: subprocess.Popen[str], tag: str) -> str:
@@ -205,6 +233,7 @@ def compare(level: int, count: int, ours: dict[str, Any], peer: dict[str, Any]) 
         "max_latency_over_work_s": round(max(t - work[u] for u, t in ours["times"]), 2),
         "browserd_mib_per_job": round(ours["mib_per_job"], 1), "peer_mib_per_job": round(peer["mib_per_job"], 1),
         "browserd_failed": ours["failed"], "peer_failed": peer["failed"],
+        "browserd_cpu_s_per_page": ours["cpu"], "peer_cpu_s_per_page": peer["cpu"],
     }
 
 
