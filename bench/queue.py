@@ -12,7 +12,10 @@ steps instead). It prints one JSON line:
   first CDP command the worker sent for it (``first_command_at``, recorded by the worker), with
   the worker idle and jobs submitted one at a time;
 - ``peak_mem_per_job_mb``: peak PSS of the worker process and its Chrome during the c32 batch,
-  minus the idle worker's, divided by 32.
+  minus the idle worker's, divided by 32;
+- ``cpu_s_per_job_c1``, ``cpu_s_per_job_c32``: CPU-seconds a job during the batch: the machine's
+  (``total``: the API, Redis and the scripted model included; on two cores, what bounds the c32
+  rate once they are busy), the worker's Chrome and the worker's own process.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ import statistics
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench.support import CpuSpan
 from cdp import process_tree
 from tests.queue.stack import Proc, Stack, stack, wait_until
 from tests.support.llm_server import LLMServer, Reply
@@ -146,17 +151,31 @@ class Specs:
         return spec_for(self.mode, self.url, self.count, self.steps)
 
 
-def throughput(s: Stack, worker: Proc, specs: Specs, jobs: int) -> tuple[float, int]:
-    """(jobs per minute, peak PSS bytes above idle) for one batch on an idle worker."""
+@dataclass
+class Throughput:
+    """One batch on an idle worker: jobs per minute, peak PSS above idle, CPU-seconds a job."""
+
+    jobs_per_min: float
+    peak_bytes: int
+    cpu_per_job: dict[str, float]
+
+
+def throughput(s: Stack, worker: Proc, specs: Specs, jobs: int) -> Throughput:
     idle = pss_bytes(worker.pid)
     meter = MemoryPeak(worker.pid)
+    cpu = CpuSpan({"worker_tree": worker.pid}, own={"worker": worker.pid})
     meter.start()
+    cpu.start()
     ids = [s.submit(specs.next())["id"] for _ in range(jobs)]
     done = finish_all(s, ids)
+    spent = cpu.stop()
     meter.running = False
     meter.join()
     span = max(ts(j["finished_at"]) for j in done) - min(ts(j["created_at"]) for j in done)
-    return jobs / span * 60, max(0, meter.peak - idle)
+    # the machine's (the API, Redis, the scripted model and this bench included), the worker's Chrome
+    # and the worker's own process
+    split = {"total": spent["machine"], "chrome": spent["worker_tree"] - spent["worker"], "worker": spent["worker"]}
+    return Throughput(jobs / span * 60, max(0, meter.peak - idle), {k: round(v / jobs, 3) for k, v in split.items()})
 
 
 def first_command_latency(s: Stack, specs: Specs, samples: int) -> float:
@@ -191,17 +210,18 @@ def main() -> None:
                 s.env["BROWSERD_POOL_WARM"] = str(level if args.warm == "concurrency" else args.warm)
                 worker = s.start_worker(level)
                 finish_all(s, [s.submit(specs.next())["id"]])  # warm-up
-                rate, peak = throughput(s, worker, specs, max(6, args.jobs_per_slot * level))
-                out[f"jobs_per_min_c{level}"] = round(rate, 1)
+                got = throughput(s, worker, specs, max(6, args.jobs_per_slot * level))
+                out[f"jobs_per_min_c{level}"] = round(got.jobs_per_min, 1)
+                out[f"cpu_s_per_job_c{level}"] = got.cpu_per_job
                 if level == LEVELS[-1]:
-                    out["peak_mem_per_job_mb"] = round(peak / level / 2**20, 1)
+                    out["peak_mem_per_job_mb"] = round(got.peak_bytes / level / 2**20, 1)
                 if level == 4:
                     out["enqueue_to_first_cmd_p50_ms"] = round(first_command_latency(s, specs, args.latency_samples), 1)
                 worker.stop()
     for level in LEVELS[2:]:
         out[f"speedup_c{level}"] = round(out[f"jobs_per_min_c{level}"] / out["jobs_per_min_c1"], 2)
     keys = ["jobs_per_min_c1", "jobs_per_min_c4", "jobs_per_min_c16", "jobs_per_min_c32", "speedup_c16", "speedup_c32",
-            "enqueue_to_first_cmd_p50_ms", "peak_mem_per_job_mb"]
+            "enqueue_to_first_cmd_p50_ms", "peak_mem_per_job_mb", "cpu_s_per_job_c1", "cpu_s_per_job_c32"]
     extra = {"mode": args.mode, "steps_per_job": args.steps, "pool_warm": args.warm}
     print(json.dumps({**{k: out[k] for k in keys}, **extra}))
 
