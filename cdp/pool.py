@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import signal
 import time
@@ -101,7 +102,7 @@ class PoolConfig:
         browsers = settings.pool_browser_count()
         return cls(
             browsers=browsers,
-            warm=-(-settings.pool_warm // browsers),  # the setting is per process, this per browser
+            warm=math.ceil(settings.pool_warm / browsers),  # the setting is per process, this per browser
             max_leases=settings.pool_max_leases,
             max_memory_mb=settings.pool_max_memory_mb,
             health_interval=settings.pool_health_interval,

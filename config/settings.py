@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import re
 from functools import lru_cache
 from typing import Annotated, Any, Literal
@@ -589,7 +590,7 @@ class Settings(BaseSettings):
         together saturate long before the worker or the machine (bench.queue)."""
         if self.cdp_urls:
             return len(self.cdp_urls)
-        return self.pool_browsers or -(-self.worker_concurrency // self.pool_jobs_per_browser)
+        return self.pool_browsers or math.ceil(self.worker_concurrency / self.pool_jobs_per_browser)
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain data, secrets replaced by asterisks: the secret fields, and
