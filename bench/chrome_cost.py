@@ -32,6 +32,7 @@ from typing import Any
 from bench.scrape import PAGES, saved_pages
 from bench.support import cpu_seconds
 from cdp import Browser
+from tests.queue.stack import wait_until
 from tests.support.redis_server import free_port
 
 WAYS = ("context", "tab", "same")
@@ -95,17 +96,12 @@ async def run(origin: str, pages: list[str], loads: int, rounds: int) -> dict[st
     return out
 
 
-def listening(port: int, timeout: float = 10.0) -> None:
-    """Wait until the page server accepts connections."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"bench: the page server did not listen on port {port}") from None
-            time.sleep(0.05)
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def main() -> None:
@@ -121,7 +117,7 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(PAGES)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        listening(port)
+        wait_until(lambda: _accepts(port), 10, f"the page server on port {port}", interval=0.05)
         print(json.dumps(asyncio.run(run(f"http://127.0.0.1:{port}", pages, args.loads, args.rounds))))
     finally:
         server.terminate()

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from cdp import process_tree
+from cdp import process_cpu_seconds, process_tree
+from cdp.launcher import CLOCK_TICKS
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -46,29 +46,22 @@ def serve_directory(files: dict[str, str]) -> Iterator[str]:
             yield origin
 
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
 def cpu_seconds(root_pid: int, tree: bool = True) -> float:
     """CPU-seconds a process tree has used: each live process's own, plus what its reaped children
     used (a Chrome renderer that ended with its context is counted in its parent's). Without
     ``tree``, the process's own only (a worker without its Chrome)."""
-    total = 0
+    total = 0.0
     for pid in process_tree(root_pid) if tree else [root_pid]:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:15 if tree else 13])  # utime, stime (, cutime, cstime)
-    return total / TICK
+        with contextlib.suppress(OSError):
+            total += process_cpu_seconds(pid, reaped=tree)
+    return total
 
 
 def machine_cpu_seconds() -> float:
     """CPU-seconds the whole machine has spent busy (user, nice, system, irq, softirq, steal)."""
     with open("/proc/stat") as fh:
         user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fh.readline().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) / TICK
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
 
 
 class CpuSpan:

@@ -20,7 +20,15 @@ from cdp.errors import (
     TargetCrashed,
 )
 from cdp.isolation import IsolationReport
-from cdp.launcher import chrome_pids, die_with_parent, find_chrome, launch_chrome, process_tree, sweep_stale_profiles
+from cdp.launcher import (
+    chrome_pids,
+    die_with_parent,
+    find_chrome,
+    launch_chrome,
+    process_cpu_seconds,
+    process_tree,
+    sweep_stale_profiles,
+)
 from cdp.lease import Lease
 from cdp.downloads import Download, DownloadLimits, Downloads, DownloadState
 from cdp.page import Dialog, EvaluationError, Page
@@ -37,6 +45,7 @@ __all__ = [
     "NetworkPolicy", "NetworkServiceRestarted",
     "OriginLog", "Page", "PoolClosed", "PoolConfig", "PoolEvent", "PoolEventKind", "PoolStats", "RecycleReason",
     "TargetClosed", "TargetCrashed", "UpstreamProxy", "Fallback",
-    "chrome_pids", "die_with_parent", "find_chrome", "launch_chrome", "process_tree", "read_state",
+    "chrome_pids", "die_with_parent", "find_chrome", "launch_chrome", "process_cpu_seconds", "process_tree",
+    "read_state",
     "sweep_stale_profiles", "write_state",
 ]

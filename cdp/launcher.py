@@ -28,6 +28,7 @@ from cdp.errors import ChromeLaunchError, ChromeNotFound
 from config.isolation import CHROME_USER
 
 log = logging.getLogger("browserd.cdp")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/<pid>/stat's CPU times
 
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -314,6 +315,15 @@ def process_tree(root_pid: int) -> list[int]:
         tree.append(pid)
         stack.extend(children.get(pid, ()))
     return tree
+
+
+def process_cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User and system CPU-seconds a process has used (``/proc/<pid>/stat``); with ``reaped``, also
+    those of its children it has waited for (a Chrome renderer that ended is counted in its parent's).
+    Raises ``OSError`` for a process that is gone."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        fields = fh.read().rsplit(b")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15 if reaped else 13]) / CLOCK_TICKS
 
 
 def chrome_pids(marker: str) -> set[int]:

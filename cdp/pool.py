@@ -29,7 +29,7 @@ from cdp.confinement import ChromeUser, Confinement
 from cdp.egress import EgressProxy, Gate, NetworkPolicy, Resolver
 from cdp.errors import BrowserGone, CDPException, NetworkServiceRestarted, PoolClosed, ResourceLimitExceeded
 from cdp.isolation import IsolationReport, attached_report
-from cdp.launcher import process_tree, sweep_stale_profiles
+from cdp.launcher import process_cpu_seconds, process_tree, sweep_stale_profiles
 from cdp.lease import Lease
 from cdp.netns import BrowserNetwork, NamespaceUnavailable
 from cdp.netwatch import NetworkServiceWatch
@@ -710,7 +710,7 @@ class _RendererSample:
 def _renderer_usage(root_pid: int) -> _RendererSample:
     """RSS from ``statm`` (cheap, unlike PSS: it also counts the ~100 MiB of code a renderer shares
     with its siblings, small beside a per-context limit) and user+system CPU from ``stat``."""
-    page, ticks = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
     usage = {}
     for pid in process_tree(root_pid):
         try:
@@ -719,9 +719,7 @@ def _renderer_usage(root_pid: int) -> _RendererSample:
                     continue
             with open(f"/proc/{pid}/statm", "rb") as fh:
                 rss = int(fh.read().split()[1]) * page
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            usage[pid] = (rss, (int(fields[11]) + int(fields[12])) / ticks)
+            usage[pid] = (rss, process_cpu_seconds(pid))
         except (OSError, IndexError, ValueError):
             continue
     return _RendererSample(time.monotonic(), usage)
