@@ -34,7 +34,7 @@ from workers.jobs.batches.models import BatchCounts, BatchRecord, BatchState, Re
 from workers.jobs.ids import is_id, new_id
 from workers.jobs.model.status import JobStatus
 from workers.jobs.store.codec import JobEnd
-from workers.jobs.store.jobs import JobStore
+from workers.jobs.store.jobs import ID_ARG, JobStore
 from workers.jobs.store.outcomes import CancelOutcome
 from workers.jobs.store.scripts import source
 
@@ -46,6 +46,15 @@ READ_CHUNK = 500  # job records read per round trip when streaming results or ca
 CREATE_CHUNK = 500  # jobs created per script call (keeps each call to a few milliseconds of Redis time)
 PIPELINE_CALLS = 4  # script calls per round trip: 2,000 jobs; the next 2,000 are built meanwhile
 EXPIRED = "the job record expired (BROWSERD_RESULT_TTL)"
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One round trip's jobs: the id each gets (unless its idempotency key names an existing job)
+    and its ``job_create.lua`` arguments as JSON."""
+
+    job_ids: list[str]
+    argvs: list[str]
 
 
 @dataclass(frozen=True)
@@ -133,36 +142,41 @@ class BatchStore:
         owner = _Owner(batch_id, schedule_id, tenant, admission)
         step = CREATE_CHUNK * PIPELINE_CALLS
 
-        def argvs_of(group: int) -> asyncio.Future[list[str]]:  # CPU: in a thread, off the event loop
-            return asyncio.ensure_future(asyncio.to_thread(self._argvs, specs[group:group + step],
+        def round_of(group: int) -> asyncio.Future[_Round]:  # CPU: in a thread, off the event loop
+            return asyncio.ensure_future(asyncio.to_thread(self._round, specs[group:group + step],
                                                            max_steps[group:group + step], owner))
 
-        flat: list[Any] = []
-        upcoming = argvs_of(0)
+        job_ids: list[str] = []
+        created = [True] * len(specs)
+        upcoming = round_of(0)
         try:
             for group in range(0, len(specs), step):  # a few round trips, each packed while the loop stays free
-                argvs = await upcoming
+                packed = await upcoming
                 if group + step < len(specs):  # the next round's arguments are built while Redis runs this one's
-                    upcoming = argvs_of(group + step)
+                    upcoming = round_of(group + step)
+                job_ids += packed.job_ids
                 async with self.redis.pipeline(transaction=False) as pipe:
-                    for start in range(0, len(argvs), CREATE_CHUNK):
+                    for start in range(0, len(packed.argvs), CREATE_CHUNK):
                         await self._create_many(keys=[bkey, self.keys.batch_jobs(batch_id)],
-                                                args=argvs[start:start + CREATE_CHUNK], client=pipe)
-                    for reply in await pipe.execute():
-                        flat += reply
+                                                args=packed.argvs[start:start + CREATE_CHUNK], client=pipe)
+                    for n, reply in enumerate(await pipe.execute()):  # only the items that made no job
+                        first = group + n * CREATE_CHUNK - 1  # the reply's places count from 1
+                        for place, existing in zip(reply[0::2], reply[1::2], strict=True):
+                            job_ids[first + int(place)], created[first + int(place)] = existing, False
         finally:
             upcoming.cancel()  # Redis failed mid-way: the next round is not wanted (done already: no-op)
-        job_ids = flat[0::2]
-        created = [bool(int(flag)) for flag in flat[1::2]]
         if not all(created):  # an existing job is not this batch's: it is neither counted nor awaited
             await self.complete_if_done(batch_id)
         return BatchCreated(batch_id, job_ids, created)
 
-    def _argvs(self, specs: list[Any], max_steps: list[int], owner: _Owner) -> list[str]:
-        return [json.dumps(self.jobs.create_args(spec, max_steps=steps, batch=owner.batch_id,
-                                                 schedule=owner.schedule_id, tenant=owner.tenant,
-                                                 admission=owner.admission))
-                for spec, steps in zip(specs, max_steps)]
+    def _round(self, specs: list[Any], max_steps: list[int], owner: _Owner) -> _Round:
+        packed = _Round([], [])
+        for spec, steps in zip(specs, max_steps, strict=True):
+            args = self.jobs.create_args(spec, max_steps=steps, batch=owner.batch_id, schedule=owner.schedule_id,
+                                         tenant=owner.tenant, admission=owner.admission)
+            packed.job_ids.append(args[ID_ARG])
+            packed.argvs.append(json.dumps(args))
+        return packed
 
     async def add_cost(self, batch_id: str, usd: float) -> bool:
         """A job's LLM cost joins its batch's ``cost_usd`` (nothing for a batch whose record expired).

@@ -44,6 +44,7 @@ from workers.jobs.store.scripts import source
 LIST_LIMIT_MAX = 200
 READ_CHUNK = 500  # records read per round trip by the views over many jobs
 WORKER_FRESH_SECONDS = 10.0  # a worker heartbeats every second: one silent this long counts as gone
+ID_ARG = 1  # where ``create_args`` puts the new job's id (``ARGV[2]`` of ``job_create.lua``)
 FIELDS_ARG = 3  # where ``create_args`` puts the new hash's fields (``ARGV[4]`` of ``job_create.lua``)
 
 

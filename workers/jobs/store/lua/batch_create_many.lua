@@ -4,7 +4,10 @@
 -- batch job is recorded exactly like a single one), without a round trip per job. Each id joins the
 -- batch's list (``KEYS[2]``) in the same call, and an item whose idempotency key named an existing
 -- job leaves the batch's ``total`` (``KEYS[1]``): the batch is consistent after every call, even if
--- the process submitting it dies between two. Returns {id 1, created 1, id 2, created 2, ...}.
+-- the process submitting it dies between two. Returns only the items that made no job: {i, id, ...}
+-- (``i`` the item's place in ARGV, ``id`` the existing job its key named); every other item's job
+-- has the id its arguments gave it, which the caller knows (issue 27: reading back two values a
+-- job was a tenth of a 10,000-job batch's acceptance).
 local function create_one(ARGV)
 ${CREATE_ONE}
 end
@@ -15,8 +18,8 @@ for i = 1, #ARGV do
   if tonumber(reply[2]) == 0 then
     redis.call('HINCRBY', KEYS[1], 'total', -1)
     redis.call('HINCRBY', KEYS[1], 'duplicates', 1)
+    out[#out + 1] = i
+    out[#out + 1] = reply[1]
   end
-  out[#out + 1] = reply[1]
-  out[#out + 1] = reply[2]
 end
 return out
