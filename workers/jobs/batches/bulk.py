@@ -36,6 +36,7 @@ PUSH_CHUNK = 2000  # messages per LPUSH command
 EVENTS_PER_MESSAGE = 500  # task-sent events per task.multi message (about 200 KB)
 HOLE = "@@"  # marks the spots filled per job in a serialised template
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+_BODY_TAIL = f"], {{}}, {json.dumps(EMBED)}]"  # a body is json.dumps([[job_id], {}, EMBED]): this is after the id
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class _Templates:
         if parts is None:
             parts = self._cache[key] = json.dumps(self._build(*key)).split(HOLE)
         task_id = task_id_of(job.job_id)
-        body = base64.b64encode(json.dumps([[job.job_id], {}, EMBED]).encode()).decode()
+        body = base64.b64encode(f"[[{json.dumps(job.job_id)}{_BODY_TAIL}".encode()).decode()
         fill = {"ID": task_id, "ARGS": repr((job.job_id,)), "BODY": body}
         return "".join(fill.get(part, part) if i % 2 else part for i, part in enumerate(parts))
 

@@ -10,6 +10,7 @@ request past a ceiling is a ``SpecError`` naming the ceiling (422 at the API).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +53,12 @@ def operator_ceiling(settings: Settings) -> Ceiling:
     return Ceiling(source=OPERATOR_NETWORKS, networks=opened)
 
 
+@functools.lru_cache(maxsize=1024)
+def _bound(cidrs: tuple[str, ...]) -> tuple[IPNetwork, ...]:
+    """A ceiling's networks parsed once, not once per job of a batch (a tenant's or the operator's)."""
+    return tuple(networks(cidrs))
+
+
 def _within(net: IPNetwork, ceiling: Sequence[IPNetwork]) -> bool:
     return any(net.version == bound.version and net.subnet_of(bound) for bound in ceiling)  # type: ignore[arg-type]
 
@@ -61,7 +68,7 @@ def check_networks(requested: Sequence[str], ceiling: Ceiling, where: str = "all
     ``169.254.169.254/32`` when the operator did not open them)."""
     if ceiling.networks is None:
         return
-    bound = networks(ceiling.networks)
+    bound = _bound(ceiling.networks)
     for cidr in requested:
         if not _within(ipaddress.ip_network(cidr, strict=False), bound):
             opened = ", ".join(ceiling.networks) or "none"
