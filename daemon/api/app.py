@@ -43,6 +43,7 @@ from daemon.api.errors import ApiError, ErrorBody
 from daemon.api.limits import BodyLimit
 from daemon.api.request_metrics import RequestMetrics
 from workers.jobs.artifacts.store import ArtifactStore
+from workers.jobs.batches.sent_events import SentEvents
 from workers.jobs.metrics import MetricsApp
 from workers.jobs.queue.app import bind, broker_url
 from workers.jobs.queue.limits import check_limits
@@ -103,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             async with mcp.running():
                 yield
         finally:
+            await app.state.sent_events.drain()  # a batch's task-sent events, after its answer
             await app.state.store.redis.aclose()
 
     app = FastAPI(
@@ -114,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.artifacts = ArtifactStore.from_settings(settings)
+    app.state.sent_events = SentEvents()
     errors.install(app)
     app.add_middleware(RequireJsonBodies)
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)

@@ -91,7 +91,7 @@ async def submit(request: Request, store: Store, who: Caller) -> BatchRecord:
     await check_profiles(specs, profile_store(request, store, who.tenant), batch=True)
     await check_recipes(specs, recipe_store(request, store, who.tenant), batch=True)
     return await submit_batch(store, specs, settings, webhook_url=webhook_url, tenant=who.tenant,
-                              max_cost_usd=checked.max_cost_usd)
+                              max_cost_usd=checked.max_cost_usd, events=request.app.state.sent_events)
 
 
 @router.get("/batches", response_model=list[BatchRecord])

@@ -14,8 +14,9 @@ import logging
 
 import workers.jobs.metrics as metrics
 from config import Settings
-from workers.jobs.batches.bulk import Outgoing, announce_sent, encode_jobs, publish_encoded
+from workers.jobs.batches.bulk import Outgoing, encode_jobs, publish_encoded
 from workers.jobs.batches.models import BatchRecord
+from workers.jobs.batches.sent_events import SentEvents, send_now
 from workers.jobs.batches.store import BatchStore
 from workers.jobs.errors import QueueUnavailable
 from workers.jobs.model.spec import JobSpec
@@ -64,10 +65,10 @@ async def limits_of(store: JobStore, tenant: str) -> TenantLimits:
 
 
 async def publish_jobs(store: JobStore, job_ids: list[str], specs: list[JobSpec], settings: Settings,
-                       tenant: str | None = None) -> None:
+                       tenant: str | None = None, events: SentEvents | None = None) -> None:
     """Publish recorded jobs (their ids, and the specs they run) in one bulk push (``batches.bulk``), then their ``task-sent``
-    events; a ``tenant``'s are parked for fair dispatch instead. Raises what the broker raised; a
-    batch's submitter and a crawl's growing page share it."""
+    events (before returning, or by ``events`` after: the API's); a ``tenant``'s are parked for fair
+    dispatch instead. Raises what the broker raised; a batch's submitter and a crawl's growing page share it."""
     outgoing = [Outgoing(job_id, spec.priority, queue_limit(spec, settings))
                 for job_id, spec in zip(job_ids, specs, strict=True)]
     if not outgoing:
@@ -77,17 +78,19 @@ async def publish_jobs(store: JobStore, job_ids: list[str], specs: list[JobSpec]
         return
     encoded = await asyncio.to_thread(encode_jobs, outgoing)
     await publish_encoded(store.redis, encoded)
-    try:
-        await asyncio.to_thread(announce_sent, outgoing)
-    except Exception as exc:  # events are for dashboards; the jobs are queued regardless
-        log.warning("task-sent events of %d jobs not sent: %s", len(outgoing), exc)
+    if events is not None:
+        events.send(outgoing)
+    else:
+        await send_now(outgoing)
 
 
 async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings, *,
                        schedule_id: str | None = None, webhook_url: str | None = None,
-                       tenant: str | None = None, max_cost_usd: float | None = None) -> BatchRecord:
+                       tenant: str | None = None, max_cost_usd: float | None = None,
+                       events: SentEvents | None = None) -> BatchRecord:
     """Queue checked specs as one batch (``tenant``'s, or the operator's; ``max_cost_usd``: the
-    LLM cost at which it stops starting jobs); returns its record (already counting its queued jobs)."""
+    LLM cost at which it stops starting jobs; ``events``: sends the jobs' ``task-sent`` events
+    after this returns, see ``sent_events``); returns its record (already counting its queued jobs)."""
     limits = None
     if tenant is not None:
         limits = await limits_of(store, tenant)
@@ -101,7 +104,8 @@ async def submit_batch(store: JobStore, specs: list[JobSpec], settings: Settings
     batch_id, job_ids, created = made.batch_id, made.job_ids, made.created
     fresh = [(job_id, spec) for job_id, spec, new in zip(job_ids, specs, created) if new]
     try:
-        await publish_jobs(store, [job_id for job_id, _ in fresh], [spec for _, spec in fresh], settings, tenant)
+        await publish_jobs(store, [job_id for job_id, _ in fresh], [spec for _, spec in fresh], settings, tenant,
+                           events)
     except Exception as exc:
         log.error("could not queue batch %s: %s", batch_id, exc)
         await batches.cancel(batch_id)
