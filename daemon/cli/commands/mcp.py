@@ -1,6 +1,11 @@
 """``browserd mcp``: an MCP server on stdio for desktop AI clients, talking to the API.
 
 The same tools are served over streamable HTTP by ``browserd serve`` at ``/mcp``.
+
+``daemon.mcp`` is imported when the command runs, not when the CLI registers it: the ``mcp``
+library takes about half a second to import, which every other command (and every ``browserd
+worker``) would pay at start for nothing (``browserd --version``: 1.5 s with it, see
+docs/development.md).
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ import anyio
 
 from config import load_settings
 from daemon.client import api_url
-from daemon.mcp import Api, build_server
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from daemon.mcp import Api, build_server  # here, not at the top: see the module's docstring
+
     settings = load_settings()
     # stdout carries the protocol: logs go to stderr only
     logging.basicConfig(stream=sys.stderr, level=settings.log_level)
