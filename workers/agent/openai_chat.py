@@ -4,9 +4,10 @@ The OpenAI client checks every request body against its typed parameters before 
 (``openai._utils.maybe_transform``: a recursive walk, in Python, of every message and content part
 against the ``TypedDict`` it is annotated with). For the chat messages langchain-openai hands it,
 the walk changes nothing (they are plain JSON built by langchain; no field of a message has an
-alias or a format to apply), but it costs in proportion to the history: about 4–10 ms a call at
-30 messages, the largest part of the worker's own CPU at 32 concurrent agent jobs, where every
-step of every job waits for the worker's one event loop (issue 27, ``bench.queue``).
+alias or a format to apply), but it costs in proportion to the history: with 31 messages, about
+20 of the 28 ms of CPU a call took (docs/development.md), the largest part of the worker's own CPU
+at 32 concurrent agent jobs, where every step of every job waits for the worker's one event loop
+(issue 27, ``bench.queue``).
 
 So the messages go in ``extra_body``, which the client merges into the request body as given
 (its documented purpose: properties sent as they are; the merge replaces the empty ``messages``

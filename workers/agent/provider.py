@@ -19,9 +19,9 @@ from typing import Any
 import langchain_openai
 from langchain_core.language_models import BaseChatModel
 
-from workers.agent.openai_chat import DirectChatOpenAI
 from workers.agent.config import LlmConfig
 from workers.agent.errors import LLMAuthError, LLMProviderError
+from workers.agent.openai_chat import DirectChatOpenAI
 
 DEFAULT_PROVIDER = "langchain_openai:ChatOpenAI"
 
