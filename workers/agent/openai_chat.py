@@ -5,7 +5,7 @@ The OpenAI client checks every request body against its typed parameters before 
 against the ``TypedDict`` it is annotated with). For the chat messages langchain-openai hands it,
 the walk changes nothing (they are plain JSON built by langchain; no field of a message has an
 alias or a format to apply), but it costs in proportion to the history: with 31 messages, about
-20 of the 28 ms of CPU a call took (docs/development.md), the largest part of the worker's own CPU
+9.5 of the 13 ms of CPU a call took (docs/development.md), the largest part of the worker's own CPU
 at 32 concurrent agent jobs, where every step of every job waits for the worker's one event loop
 (issue 27, ``bench.queue``).
 
