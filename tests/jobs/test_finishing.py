@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pytest
 import redis as redis_py
 
 from config import load_settings
@@ -19,6 +20,7 @@ from workers.jobs.metrics import RedisCollector
 from workers.jobs.model.result import JobResult
 from workers.jobs.model.spec import JobSpec
 from workers.jobs.model.status import JobStatus
+from workers.jobs import reconcile
 from workers.jobs.reconcile import Reconciler
 from workers.jobs.store.connection import connect
 from workers.jobs.store.jobs import JobStore
@@ -97,6 +99,31 @@ async def test_one_reconciler_pass_at_a_time(store: JobStore) -> None:
     settings = load_settings(redis_url="redis://127.0.0.1:1/0")
     await store.redis.set(store.keys.reconciler_lock, "another pass", ex=30)
     assert await Reconciler(store, settings).run_once() is None
+
+
+class SlowPass(Reconciler):
+    """A pass that takes 1.5 s (its first step waits), as a large one on a busy Redis does."""
+
+    async def _resend_stale(self, t: float) -> int:
+        await asyncio.sleep(1.5)
+        return await super()._resend_stale(t)
+
+
+async def test_a_pass_renews_its_short_lock_and_a_dead_holders_lock_frees_soon(
+        store: JobStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reconcile, "LOCK_SECONDS", 0.6)
+    settings = load_settings(redis_url="redis://127.0.0.1:1/0")
+    running = asyncio.create_task(SlowPass(store, settings).run_once())
+    await asyncio.sleep(1.2)  # twice the lock's life: held only because the pass renews it
+    assert await Reconciler(store, settings).run_once() is None
+    assert 0 < await store.redis.pttl(store.keys.reconciler_lock) <= 600
+    assert await running is not None
+    assert not await store.redis.exists(store.keys.reconciler_lock)  # released at the end
+    # a worker killed mid-pass leaves its lock to expire: another pass runs LOCK_SECONDS later
+    await store.redis.set(store.keys.reconciler_lock, "a killed worker's pass", px=600)
+    assert await Reconciler(store, settings).run_once() is None
+    await asyncio.sleep(0.7)
+    assert await Reconciler(store, settings).run_once() is not None
 
 
 async def test_a_schedules_expired_jobs_leave_its_index_too(redis: RedisServer) -> None:

@@ -31,11 +31,14 @@ import logging
 import re
 from dataclasses import dataclass
 
+from redis.asyncio.lock import Lock
+from redis.exceptions import LockError
+
 from config import Settings, bind
 from workers.jobs.artifacts.store import ArtifactStore
 from workers.jobs.batches.bulk import Outgoing
 from workers.jobs.batches.store import BatchStore
-from workers.jobs.ids import ID_SHAPE, new_id
+from workers.jobs.ids import ID_SHAPE
 from workers.jobs.metrics import Reconciled, observe_reconciled, queue_keys
 from workers.jobs.model.status import FINAL_STATES, JobStatus
 from workers.jobs.queue.limits import queue_seconds
@@ -53,6 +56,7 @@ log = logging.getLogger("browserd.reconcile")
 CHUNK = 500  # ids read per round trip
 TRIM_ROUNDS = 20  # chunks of expired index entries trimmed per pass (the rest waits for the next)
 OUTBOX_GRACE = 10.0  # seconds an outbox entry is left to the process that wrote it
+LOCK_SECONDS = 10.0  # the pass lock's life, renewed every third of it while the pass runs
 UNACKED = "unacked"  # kombu's Redis transport: messages delivered to a worker, not yet acknowledged
 JOB_ID_IN_MESSAGE = re.compile(f"'({ID_SHAPE})'")  # the job id in a message's ``argsrepr``
 
@@ -66,6 +70,18 @@ class Report:
     webhooks_published: int = 0
     index_entries_trimmed: int = 0
     artifact_folders_deleted: int = 0
+
+
+async def _keep(lock: Lock) -> None:
+    """Renew ``lock`` until cancelled (the pass ended) or lost (this worker's loop was held past
+    ``LOCK_SECONDS``: another pass may start, as after a crash)."""
+    while True:
+        await asyncio.sleep(LOCK_SECONDS / 3)
+        try:
+            await lock.reacquire()
+        except LockError as exc:
+            log.warning("reconciler lock lost mid-pass: %s", exc)
+            return
 
 
 class Reconciler:
@@ -87,11 +103,18 @@ class Reconciler:
         return await self.run_once()
 
     async def run_once(self) -> Report | None:
-        """One pass; None when another pass holds the lock."""
-        token = new_id()
-        hold = max(60, int(self.settings.reconcile_interval * 4))
-        if not await self.redis.set(self.keys.reconciler_lock, token, nx=True, ex=hold):
+        """One pass; None when another pass holds the lock.
+
+        The lock is redis-py's (``Lock``: its token checked in Lua on renewal and release), held
+        ``LOCK_SECONDS`` and renewed while the pass runs, so the lock of a worker killed mid-pass
+        is free again within ``LOCK_SECONDS``, however long passes take. (It was held for at least
+        60 s, 4 intervals, without renewal: a worker killed during a pass held back every stale job's
+        re-send that long; one kill in three in ``tests/queue/test_celery_view.py``.)"""
+        lock = self.redis.lock(self.keys.reconciler_lock, timeout=LOCK_SECONDS, blocking=False,
+                               thread_local=False, raise_on_release_error=False)
+        if not await lock.acquire():
             return None
+        renewal = asyncio.create_task(_keep(lock), name="reconciler-lock")
         try:
             t, self._deleted = now(), 0
             report = Report(
@@ -104,8 +127,8 @@ class Reconciler:
                 artifact_folders_deleted=self._deleted,
             )
         finally:
-            if await self.redis.get(self.keys.reconciler_lock) == token:
-                await self.redis.delete(self.keys.reconciler_lock)
+            renewal.cancel()
+            await lock.release()  # only if still ours (a pass that outlived its lock frees nothing)
         if any(vars(report).values()):
             log.info("reconciled: %s", vars(report))
         return report
