@@ -109,7 +109,7 @@ class Reconciler:
         ``LOCK_SECONDS`` and renewed while the pass runs, so the lock of a worker killed mid-pass
         is free again within ``LOCK_SECONDS``, however long passes take. (It was held for at least
         60 s, 4 intervals, without renewal: a worker killed during a pass held back every stale job's
-        re-send that long; one kill in three in ``tests/queue/test_celery_view.py``.)"""
+        re-send that long: 2 of 11 runs of ``tests/queue/test_celery_view.py``'s re-send test.)"""
         lock = self.redis.lock(self.keys.reconciler_lock, timeout=LOCK_SECONDS, blocking=False,
                                thread_local=False, raise_on_release_error=False)
         if not await lock.acquire():
