@@ -56,6 +56,15 @@ class ProxyProcess:
         """Log lines of connections the proxy opened to 127.0.0.1:``port``."""
         return [line for line in self.lines if line.endswith(f"-> 127.0.0.1:{port}")]
 
+    def passed_at_least(self, port: int, count: int, timeout: float = 10.0) -> list[str]:
+        """``passed(port)`` once it holds ``count`` lines (or the timeout). pproxy logs a connection
+        from its own process and a thread reads the pipe: a line can land just after the request it
+        records was answered, so a count read at once could miss it (a flaky failure, once)."""
+        deadline = time.monotonic() + timeout
+        while len(self.passed(port)) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.passed(port)
+
     def refused_logins(self) -> list[str]:
         return [line for line in self.lines if line.startswith("Unauthorized")]
 
