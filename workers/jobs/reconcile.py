@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from redis.asyncio.lock import Lock
-from redis.exceptions import LockError
+from redis.exceptions import RedisError
 
 from config import Settings, bind
 from workers.jobs.artifacts.store import ArtifactStore
@@ -74,12 +74,13 @@ class Report:
 
 async def _keep(lock: Lock) -> None:
     """Renew ``lock`` until cancelled (the pass ended) or lost (this worker's loop was held past
-    ``LOCK_SECONDS``: another pass may start, as after a crash)."""
+    ``LOCK_SECONDS``: another pass may start, as after a crash; or Redis failed, which the pass
+    itself then meets): never an exception left in a task nobody awaits."""
     while True:
         await asyncio.sleep(LOCK_SECONDS / 3)
         try:
             await lock.reacquire()
-        except LockError as exc:
+        except RedisError as exc:  # LockError (not ours any more) included
             log.warning("reconciler lock lost mid-pass: %s", exc)
             return
 
